@@ -1,0 +1,1 @@
+"""csagent CLI subcommands."""

@@ -1,0 +1,1 @@
+"""Evaluation, benchmarks and batch replay (not collected by pytest)."""
