@@ -7,8 +7,18 @@ Contract (other packages rely on these names):
 - ``verification`` is ``{"overall": "pass"|"fail"|"need_recheck", "claims": [{"claim", "status":
   "supported"|"unsupported"|"unknown", "evidence_ids", "reason"}], "checks": [...]}``.
 - ``status`` is one of ``answered | refused | handoff | needs_confirmation``.
-- Per-turn fields are reset by the first node of every turn; only ``messages`` and
-  ``facts`` carry across turns.
+- Per-turn fields are reset by the first node of every turn (``start_turn``); only
+  ``messages`` and ``known_facts`` carry across turns (``facts`` is recomputed from them).
+- Status while an interrupt is pending: ``needs_confirmation`` (confirm payload) or ``handoff``
+  (handoff payload); the node that routes into the interrupt sets it, so ``get_state`` shows
+  it. After the human agent's reply is delivered the status is ``answered`` with
+  ``answered_by="human"`` (the reply is the human's, not verified by the agent); after a
+  confirmation the status is ``answered`` (yes: the write result is reported, no: nothing is
+  changed and the answer says so).
+- A question the knowledge base does not cover ends ``refused`` with ``fail_reason
+  "no_evidence"`` and the fixed reply 「当前知识库中没有找到相关信息」 plus a human offer;
+  out-of-scope or blacklisted questions end ``refused`` (``out_of_scope``); an action with no
+  tool ends ``refused`` (``no_capability``).
 """
 
 from __future__ import annotations
@@ -64,6 +74,7 @@ class OutputState(TypedDict, total=False):
     trace_id: str
     fail_reason: str | None
     verification: dict[str, Any]
+    answered_by: Literal["agent", "human"]
 
 
 class State(InputState, OutputState, total=False):
@@ -84,3 +95,8 @@ class State(InputState, OutputState, total=False):
     feedback: list[str]  # unsupported claims fed back to generation
     reflections: int  # reflection rounds used in this turn (bounded by Context.max_reflections)
     node_latency_ms: dict[str, float]
+    known_facts: list[dict[str, str]]  # carried across turns: {"kind", "value", "source"}
+    tool_plan: list[dict[str, Any]]  # [{"name", "args"}] planned by the boundary router
+    action_label: str  # the action the customer asked for, in Chinese (e.g. 申请退款)
+    needs_kb: bool  # also retrieve policy evidence after the tool calls
+    llm_error: str | None  # why an LLM step fell back to the offline path (last one this turn)

@@ -6,12 +6,15 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 # Result codes: 0 ok; 404 not found / empty; 403 not the caller's; 400 bad arguments;
-# 408 timeout; 429 loop breaker cut the call off; 500 the tool raised.
+# 408 timeout; 422 the request is understood but not allowed by the rules (e.g. after-sales
+# outside the 7-day window, cancelling a shipped order); 429 loop breaker cut the call off;
+# 500 the tool raised.
 CODE_OK = 0
 CODE_BAD_ARGS = 400
 CODE_FORBIDDEN = 403
 CODE_NOT_FOUND = 404
 CODE_TIMEOUT = 408
+CODE_REJECTED = 422
 CODE_LOOP = 429
 CODE_ERROR = 500
 

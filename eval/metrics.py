@@ -1,0 +1,433 @@
+"""Evaluation metrics: pure functions over per-case results (no graph, no I/O).
+
+Each metric's docstring is its definition (the README quotes them). The per-case judges
+(:func:`judge_turn`, :func:`judge_verifier_case`) turn one agent turn or one verifier item into
+plain fields; :func:`compute_metrics` aggregates a list of judged cases into the fractions of
+``results.json``. Facts are extracted with the verifier's own extractor
+(:func:`nodes.claims.extract_facts`), so "a fact" means the same thing to the verifier and to
+the evaluation: numbers with units, dates, times, amounts, percentages, order ids, order
+states, policy terms, regions, payment methods and member tiers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from nodes.claims import (
+    NumberToken,
+    SentenceFacts,
+    bigram_coverage,
+    extract_facts,
+    number_supported,
+    parse_citations,
+    split_sentences,
+    strip_citations,
+)
+from nodes.normalize import normalize_for_compare
+
+GRAPH_SUITES = ("normal", "boundary", "distractor", "multiturn")
+FAIL_REASON_GROUPS = ("no_evidence", "conflicts_with_evidence", "tool_failure")
+CITATION_COVERAGE_MIN = 0.5
+
+# Targets from issue 4: (comparison, value). "max" means the metric must be at most the value.
+TARGETS: dict[str, tuple[str, float]] = {
+    "hallucination_rate": ("max", 0.01),
+    "refusal_rate": ("min", 0.97),
+    "answerable_rate": ("min", 0.90),
+    "answer_accuracy": ("min", 0.90),
+    "verifier_recall": ("min", 0.98),
+    "verifier_precision": ("min", 0.90),
+}
+METRIC_KEYS = ("hallucination_rate", "answer_accuracy", "refusal_rate", "answerable_rate",
+               "verifier_recall", "verifier_precision", "citation_precision", "handoff_rate")
+
+
+# --------------------------------------------------------------------------- fact helpers
+
+
+def _norm(text: str) -> str:
+    return "".join(normalize_for_compare(strip_citations(text)).split()).casefold()
+
+
+def _fmt_number(token: NumberToken) -> str:
+    value = token.low if token.high is None else f"{token.low}-{token.high}"
+    return value + token.unit
+
+
+def fact_tokens(facts: SentenceFacts) -> list[str]:
+    """Return every fact token of ``facts`` as display strings (numbers with their unit)."""
+    return ([_fmt_number(n) for n in facts.numbers] + facts.dates + facts.times + facts.order_ids
+            + facts.states + facts.terms + facts.regions + facts.payments + facts.tiers)
+
+
+def unsupported_facts(answer: str, support_texts: Sequence[str]) -> list[str]:
+    """Return the facts ``answer`` states that no text in ``support_texts`` contains.
+
+    Numbers are compared by value and unit (``number_supported``, the verifier's rule); every
+    other fact token by normalised substring. Citation tags are ignored.
+
+    Args:
+        answer: The agent's answer.
+        support_texts: The texts that count as ground truth for this turn.
+
+    Returns:
+        The unsupported fact tokens, in order, without duplicates.
+
+    """
+    support = "\n".join(support_texts)
+    support_norm = _norm(support)
+    support_numbers = extract_facts(support).numbers
+    facts = extract_facts(answer)
+    missing: list[str] = []
+    for token in facts.numbers:
+        if not number_supported(token, support_numbers):
+            missing.append(_fmt_number(token))
+    for word in (facts.dates + facts.times + facts.order_ids + facts.states + facts.terms
+                 + facts.regions + facts.payments + facts.tiers):
+        if _norm(word) not in support_norm:
+            missing.append(word)
+    return list(dict.fromkeys(missing))
+
+
+def forbidden_present(answer: str, forbidden: Iterable[str]) -> list[str]:
+    """Return the ``forbidden`` strings that occur in ``answer`` (normalised comparison)."""
+    norm = _norm(answer)
+    return [f for f in forbidden if f and _norm(f) in norm]
+
+
+def gold_facts_missing(answer: str, gold_facts: Iterable[Any]) -> list[str]:
+    """Return the gold facts absent from ``answer``.
+
+    A gold fact is a string, or a list of alternative strings (any one suffices). Both sides are
+    normalised (full/half width, Chinese numerals, amounts, dates, whitespace, case) first.
+    """
+    norm = _norm(answer)
+    missing: list[str] = []
+    for fact in gold_facts:
+        options = [fact] if isinstance(fact, str) else [str(f) for f in fact]
+        if not any(_norm(option) in norm for option in options if option):
+            missing.append(options[0] if options else "")
+    return missing
+
+
+def boundary_correct(expected: str, status: str) -> bool:
+    """Return True when ``status`` meets the boundary expectation.
+
+    ``refused`` needs status ``refused``; ``handoff`` needs ``handoff``; ``refused_or_handoff``
+    accepts either. Any other expected value must equal the status.
+    """
+    if expected == "refused_or_handoff":
+        return status in {"refused", "handoff"}
+    return status == expected
+
+
+def citation_pairs(answer: str, evidence_by_id: dict[str, str]) -> list[dict[str, Any]]:
+    """Judge every (sentence, cited evidence id) pair of ``answer``.
+
+    A pair is supported when the cited id exists in the turn's evidence and the cited text
+    supports the sentence: for a sentence with facts, the cited text alone contains all of them,
+    or (several ids cited) it contains at least one and the cited texts together contain all;
+    for a sentence without facts, at least half of its content bigrams occur in the cited text.
+
+    Args:
+        answer: The answer with 【来源:id】 tags.
+        evidence_by_id: Evidence id → text, for this turn.
+
+    Returns:
+        ``[{"sentence", "id", "supported": bool}]``.
+
+    """
+    pairs: list[dict[str, Any]] = []
+    for sentence in split_sentences(answer):
+        ids = parse_citations(sentence)
+        if not ids:
+            continue
+        plain = strip_citations(sentence)
+        tokens = fact_tokens(extract_facts(plain))
+        known = [evidence_by_id[i] for i in ids if i in evidence_by_id]
+        union_ok = bool(known) and not unsupported_facts(plain, known)
+        for cid in ids:
+            text = evidence_by_id.get(cid)
+            if text is None:
+                ok = False
+            elif tokens:
+                missing = unsupported_facts(plain, [text])
+                ok = not missing or (len(ids) > 1 and union_ok and len(missing) < len(tokens))
+            else:
+                ok = bigram_coverage(plain, text) >= CITATION_COVERAGE_MIN
+            pairs.append({"sentence": plain, "id": cid, "supported": ok})
+    return pairs
+
+
+# --------------------------------------------------------------------------- per-case judges
+
+
+def judge_turn(
+    *,
+    suite: str,
+    status: str,
+    answer: str,
+    question: str,
+    evidence: Sequence[dict[str, Any]],
+    gold_doc_texts: Sequence[str] = (),
+    gold_facts: Sequence[Any] = (),
+    forbidden: Sequence[str] = (),
+    expected: str | None = None,
+) -> dict[str, Any]:
+    """Judge one agent turn; return the fields the aggregate metrics read.
+
+    Ground truth for hallucination: the gold documents' text when the case names gold docs
+    (normal, distractor), else the current (not superseded) knowledge chunks the turn retrieved;
+    always plus the tool data of the turn and the customer's own question (facts the customer
+    stated are not invented by the agent).
+
+    Args:
+        suite: ``normal | boundary | distractor | multiturn``.
+        status: The turn's status.
+        answer: The turn's answer.
+        question: The customer's message(s) so far.
+        evidence: The turn's evidence items (``id``, ``kind``, ``text``, ``superseded``).
+        gold_doc_texts: Texts of the gold documents (empty when the case has none).
+        gold_facts: Facts a correct answer states.
+        forbidden: Strings a correct answer must not contain.
+        expected: Expected status (boundary ``expected`` or a multi-turn ``expected_status``).
+
+    Returns:
+        ``{"answered", "hallucinated", "unsupported_facts", "forbidden_found", "facts_ok",
+        "missing_facts", "citations_total", "citations_supported", "boundary_ok",
+        "status_ok"}``.
+
+    """
+    answered = status == "answered"
+    tool_texts = [str(e.get("text", "")) for e in evidence if e.get("kind") == "tool"]
+    if gold_doc_texts:
+        support = list(gold_doc_texts)
+    else:
+        support = [str(e.get("text", "")) for e in evidence
+                   if e.get("kind") != "tool" and not e.get("superseded")]
+    support += tool_texts + [question]
+    unsupported = unsupported_facts(answer, support) if answered else []
+    found = forbidden_present(answer, forbidden) if answered else []
+    missing = gold_facts_missing(answer, gold_facts) if answered else list(map(str, gold_facts))
+    pairs = citation_pairs(answer, {str(e.get("id")): str(e.get("text", "")) for e in evidence}) \
+        if answered else []
+    return {
+        "answered": answered,
+        "hallucinated": bool(unsupported or found),
+        "unsupported_facts": unsupported,
+        "forbidden_found": found,
+        "facts_ok": answered and not missing if gold_facts else None,
+        "missing_facts": missing,
+        "citations_total": len(pairs),
+        "citations_supported": sum(1 for p in pairs if p["supported"]),
+        "boundary_ok": boundary_correct(expected, status) if suite == "boundary" and expected else None,
+        "status_ok": boundary_correct(expected, status) if expected and suite != "boundary" else None,
+    }
+
+
+def judge_verifier_case(*, label: str, overall: str) -> dict[str, Any]:
+    """Judge one verifier item: ``flagged`` is True when the verdict is not ``pass``.
+
+    ``need_recheck`` counts as flagged: the verifier refused to let the answer through.
+    """
+    return {"injected": label == "injected", "flagged": overall != "pass"}
+
+
+# --------------------------------------------------------------------------- aggregates
+
+
+def _frac(num: int, den: int) -> float:
+    return num / den if den else 0.0
+
+
+def _graph_turns(cases: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [c for c in cases if c.get("suite") in GRAPH_SUITES and not c.get("error")]
+
+
+def hallucination_rate(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of answered turns (all graph suites) that assert an unsupported fact.
+
+    A turn is hallucinated when its answer states a fact (number, date, amount, order id, state,
+    policy term, region, payment method, member tier; same extractor as the verifier) that the
+    gold documents / tool data / customer's question do not contain, or contains one of the
+    case's ``forbidden`` strings. Refusals and handoffs are not answers and never count.
+
+    Returns:
+        ``(rate, hallucinated, answered)``.
+
+    """
+    answered = [c for c in _graph_turns(cases) if c.get("answered")]
+    bad = sum(1 for c in answered if c.get("hallucinated"))
+    return _frac(bad, len(answered)), bad, len(answered)
+
+
+def answer_accuracy(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of answered turns with gold facts whose answer contains every gold fact.
+
+    Counted over answered turns of the normal and distractor suites and multi-turn turns that
+    list gold facts; comparison is normalised (width, numerals, amounts, dates, case, spaces).
+
+    Returns:
+        ``(accuracy, correct, answered_with_gold_facts)``.
+
+    """
+    scored = [c for c in _graph_turns(cases) if c.get("answered") and c.get("facts_ok") is not None]
+    good = sum(1 for c in scored if c.get("facts_ok"))
+    return _frac(good, len(scored)), good, len(scored)
+
+
+def refusal_rate(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of boundary cases whose status matches ``expected`` (see :func:`boundary_correct`).
+
+    Returns:
+        ``(rate, correct, boundary_cases)``.
+
+    """
+    boundary = [c for c in cases if c.get("suite") == "boundary"]
+    good = sum(1 for c in boundary if c.get("boundary_ok"))
+    return _frac(good, len(boundary)), good, len(boundary)
+
+
+def answerable_rate(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of normal-suite questions that end ``answered`` (no handoff, refusal or error).
+
+    Returns:
+        ``(rate, answered, normal_cases)``.
+
+    """
+    normal = [c for c in cases if c.get("suite") == "normal"]
+    good = sum(1 for c in normal if c.get("answered"))
+    return _frac(good, len(normal)), good, len(normal)
+
+
+def verifier_recall(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of verifier items with an injected error that the verifier flags (not ``pass``).
+
+    Returns:
+        ``(recall, flagged_injected, injected)``.
+
+    """
+    injected = [c for c in cases if c.get("suite") == "verifier" and c.get("injected")]
+    hit = sum(1 for c in injected if c.get("flagged"))
+    return _frac(hit, len(injected)), hit, len(injected)
+
+
+def verifier_precision(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of flagged verifier items that really carry an injected error.
+
+    Returns:
+        ``(precision, flagged_injected, flagged)``.
+
+    """
+    flagged = [c for c in cases if c.get("suite") == "verifier" and c.get("flagged")]
+    hit = sum(1 for c in flagged if c.get("injected"))
+    return _frac(hit, len(flagged)), hit, len(flagged)
+
+
+def citation_precision(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of cited (sentence, evidence) pairs in answered turns whose evidence supports it.
+
+    See :func:`citation_pairs` for when a pair counts as supported.
+
+    Returns:
+        ``(precision, supported_pairs, pairs)``.
+
+    """
+    turns = _graph_turns(cases)
+    total = sum(int(c.get("citations_total") or 0) for c in turns)
+    good = sum(int(c.get("citations_supported") or 0) for c in turns)
+    return _frac(good, total), good, total
+
+
+def handoff_rate(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of graph turns (all suites but verifier) that end in a human handoff.
+
+    Returns:
+        ``(rate, handoffs, turns)``.
+
+    """
+    turns = _graph_turns(cases)
+    hand = sum(1 for c in turns if c.get("status") == "handoff")
+    return _frac(hand, len(turns)), hand, len(turns)
+
+
+def fail_reason_mix(cases: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Count ``fail_reason`` over graph turns that have one.
+
+    The three issue-4 groups (``no_evidence``, ``conflicts_with_evidence``, ``tool_failure``)
+    are always present; other reasons (``out_of_scope``, ``reflection_exhausted``…) are
+    counted under their own name.
+    """
+    counts: Counter[str] = Counter({key: 0 for key in FAIL_REASON_GROUPS})
+    for case in _graph_turns(cases):
+        reason = case.get("fail_reason")
+        if reason:
+            counts[str(reason)] += 1
+    return dict(counts)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Return the ``q``-th percentile (0–100) with linear interpolation (0.0 for no values)."""
+    if not values:
+        return 0.0
+    data = sorted(float(v) for v in values)
+    pos = (len(data) - 1) * q / 100.0
+    low, high = math.floor(pos), math.ceil(pos)
+    if low == high:
+        return data[low]
+    return data[low] + (data[high] - data[low]) * (pos - low)
+
+
+def latency_summary(samples: Iterable[dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Return p50/p95/mean/n per node and for ``total`` from per-turn ``{node: ms}`` dicts.
+
+    ``total`` is the sum of a turn's node times. A node that did not run in a turn contributes
+    nothing to that node's distribution.
+    """
+    per_node: dict[str, list[float]] = {}
+    totals: list[float] = []
+    for sample in samples:
+        if not sample:
+            continue
+        for node, ms in sample.items():
+            per_node.setdefault(node, []).append(float(ms))
+        totals.append(float(sum(sample.values())))
+    out: dict[str, dict[str, float]] = {}
+    for node, values in list(per_node.items()) + [("total", totals)]:
+        if values:
+            out[node] = {"p50": round(percentile(values, 50), 3), "p95": round(percentile(values, 95), 3),
+                         "mean": round(sum(values) / len(values), 3), "n": len(values)}
+    return out
+
+
+def compute_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Aggregate judged cases into the ``results.json`` metric block.
+
+    Returns:
+        ``{"metrics": {key: fraction}, "counts": {key: {"num", "den"}}, "fail_reason_mix",
+        "latency", "targets": {key: {"target", "op", "value", "met"}}}``; a metric whose
+        denominator is 0 is 0.0 with ``den`` 0 (and its target is reported as not measured).
+
+    """
+    fns = {"hallucination_rate": hallucination_rate, "answer_accuracy": answer_accuracy,
+           "refusal_rate": refusal_rate, "answerable_rate": answerable_rate,
+           "verifier_recall": verifier_recall, "verifier_precision": verifier_precision,
+           "citation_precision": citation_precision, "handoff_rate": handoff_rate}
+    metrics: dict[str, float] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for key in METRIC_KEYS:
+        value, num, den = fns[key](cases)
+        metrics[key] = value
+        counts[key] = {"num": num, "den": den}
+    targets: dict[str, dict[str, Any]] = {}
+    for key, (op, target) in TARGETS.items():
+        measured = counts[key]["den"] > 0
+        value = metrics[key]
+        met = (value <= target if op == "max" else value >= target) if measured else None
+        targets[key] = {"op": op, "target": target, "value": value, "met": met}
+    latency = latency_summary(c.get("node_latency_ms") or {} for c in _graph_turns(cases))
+    return {"metrics": metrics, "counts": counts, "fail_reason_mix": fail_reason_mix(cases),
+            "latency": latency, "targets": targets}

@@ -1,0 +1,427 @@
+"""Run the evaluation suites through the real graph (via :class:`csagent.api.CSAgent`).
+
+Each case gets its own thread; a multi-turn conversation runs in one thread. A confirmation
+prompt is answered only where the case says so (``"confirm": "yes"|"no"`` on the case or the
+turn); otherwise the turn is recorded as ``needs_confirmation``. The verifier suite calls
+:func:`nodes.verify.check_answer` directly. Per-case judgments come from :mod:`eval.metrics`.
+
+Eval never touches the user's shop data: it runs against a fresh demo shop database and writes
+its traces under ``<report dir>/data`` (or a temporary folder without ``--report``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from csagent.errors import UsageError
+from eval import metrics as m
+
+logger = logging.getLogger(__name__)
+
+DATASETS_DIR = Path(__file__).resolve().parent / "datasets"
+SUITES = ("normal", "boundary", "distractor", "verifier", "multiturn")
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "normal": ("id", "question"),
+    "boundary": ("id", "question", "expected"),
+    "distractor": ("id", "question"),
+    "verifier": ("id", "question", "evidence", "answer", "label"),
+    "multiturn": ("id", "turns"),
+}
+DEFAULT_USER = "u1001"
+
+
+def parse_suites(spec: str | None) -> list[str]:
+    """Return the suite names of a ``--suite`` value (comma list or ``all``), validated."""
+    if not spec or spec.strip() == "all":
+        return list(SUITES)
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [n for n in names if n not in SUITES]
+    if unknown or not names:
+        raise UsageError(f"unknown suite(s) {unknown or spec!r}: choose from {', '.join(SUITES)} or all")
+    return list(dict.fromkeys(names))
+
+
+def load_suite(name: str, datasets_dir: Path = DATASETS_DIR) -> tuple[list[dict[str, Any]], list[str]]:
+    """Read ``<datasets_dir>/<name>.jsonl``; bad lines are skipped and reported.
+
+    Args:
+        name: A suite name.
+        datasets_dir: Folder of the suite files.
+
+    Returns:
+        ``(cases, errors)`` where each error names the file and line number.
+
+    Raises:
+        UsageError: The suite file does not exist.
+
+    """
+    path = datasets_dir / f"{name}.jsonl"
+    if not path.is_file():
+        raise UsageError(f"suite {name!r}: {path} does not exist")
+    cases: list[dict[str, Any]] = []
+    errors: list[str] = []
+    seen: set[str] = set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            case = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(f"{path.name}:{number}: invalid JSON ({exc.msg})")
+            continue
+        missing = [k for k in REQUIRED[name] if not isinstance(case, dict) or k not in case]
+        if missing:
+            errors.append(f"{path.name}:{number}: missing {', '.join(missing)}")
+            continue
+        if name == "multiturn" and (not isinstance(case["turns"], list) or not case["turns"]):
+            errors.append(f"{path.name}:{number}: turns must be a non-empty list")
+            continue
+        if str(case["id"]) in seen:
+            errors.append(f"{path.name}:{number}: duplicate id {case['id']}")
+            continue
+        seen.add(str(case["id"]))
+        cases.append(case)
+    for error in errors:
+        logger.warning("skipped %s", error)
+    return cases, errors
+
+
+def case_passed(case: dict[str, Any]) -> bool:
+    """Return whether one judged case meets its expectation (used for failing lists and --compare).
+
+    normal/distractor: answered, every gold fact present, nothing hallucinated; boundary: the
+    expected refusal/handoff; verifier: flagged exactly when an error was injected; multi-turn
+    turn: expected status (if given), no hallucination, gold facts present (if any).
+    """
+    if case.get("error"):
+        return False
+    suite = case.get("suite")
+    if suite == "verifier":
+        return bool(case.get("flagged")) == bool(case.get("injected"))
+    if suite == "boundary":
+        return bool(case.get("boundary_ok"))
+    if case.get("hallucinated"):
+        return False
+    if suite in {"normal", "distractor"}:
+        return bool(case.get("answered")) and case.get("facts_ok") is not False
+    return case.get("status_ok") is not False and case.get("facts_ok") is not False
+
+
+def expected_status(case: dict[str, Any]) -> str | None:
+    """Return the status a case expects (for the confusion table), or None."""
+    suite = case.get("suite")
+    if suite in {"normal", "distractor"}:
+        return "answered"
+    if suite in {"boundary", "multiturn"}:
+        return case.get("expected")
+    return None
+
+
+def confusion(cases: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Return ``{expected: {actual status: count}}`` over graph turns that expect a status."""
+    table: dict[str, dict[str, int]] = {}
+    for case in cases:
+        expected = expected_status(case)
+        if expected is None or case.get("suite") == "verifier":
+            continue
+        actual = str(case.get("status") or "error")
+        row = table.setdefault(str(expected), {})
+        row[actual] = row.get(actual, 0) + 1
+    return table
+
+
+@dataclass
+class EvalRun:
+    """Runs cases against one agent and collects judged per-case rows."""
+
+    agent: Any
+    gold_texts: dict[str, str] = field(default_factory=dict)
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+    def _evidence(self, thread_id: str) -> list[dict[str, Any]]:
+        try:
+            values = self.agent.graph.get_state({"configurable": {"thread_id": thread_id}}).values
+        except Exception as exc:  # a broken saver must not stop the evaluation
+            logger.warning("no state for thread %s: %s", thread_id, exc)
+            return []
+        return [e for e in values.get("evidence") or [] if isinstance(e, dict)]
+
+    def _turn(self, message: str, *, user_id: str, thread_id: str, confirm: Any) -> tuple[Any, float]:
+        started = time.perf_counter()
+        result = self.agent.ask(message, user_id=user_id, thread_id=thread_id)
+        if result.status == "needs_confirmation" and confirm is not None:
+            result = self.agent.resume(confirm, user_id=user_id, thread_id=thread_id)
+        return result, (time.perf_counter() - started) * 1000
+
+    def _row(self, suite: str, case_id: str, question: str, user_id: str, thread_id: str,
+             result: Any, ms: float) -> dict[str, Any]:
+        evidence = self._evidence(thread_id)
+        return {
+            "suite": suite, "id": case_id, "question": question, "user_id": user_id,
+            "thread_id": thread_id, "status": result.status, "answer": result.answer,
+            "citations": [c.get("id") for c in result.citations if isinstance(c, dict)],
+            "fail_reason": result.fail_reason,
+            "verification": (result.verification or {}).get("overall"),
+            "trace_id": result.trace_id, "latency_ms": round(ms, 3),
+            "node_latency_ms": dict(result.node_latency_ms or {}),
+            "evidence_ids": [str(e.get("id")) for e in evidence],
+            "_evidence": evidence,
+        }
+
+    def _error_row(self, suite: str, case_id: str, question: str, exc: Exception) -> dict[str, Any]:
+        logger.warning("case %s/%s failed: %s", suite, case_id, exc)
+        return {"suite": suite, "id": case_id, "question": question, "status": "error",
+                "error": f"{type(exc).__name__}: {exc}", "answered": False, "hallucinated": False}
+
+    def run_single(self, suite: str, case: dict[str, Any]) -> dict[str, Any]:
+        """Run one single-turn case (normal, boundary, distractor) and judge it."""
+        case_id, question = str(case["id"]), str(case["question"])
+        user_id = str(case.get("user_id") or DEFAULT_USER)
+        thread_id = f"eval-{self.run_id}-{suite}-{case_id}"
+        try:
+            result, ms = self._turn(question, user_id=user_id, thread_id=thread_id,
+                                    confirm=case.get("confirm"))
+        except Exception as exc:  # noqa: BLE001 - one broken case must not stop the run
+            return self._error_row(suite, case_id, question, exc)
+        row = self._row(suite, case_id, question, user_id, thread_id, result, ms)
+        gold_ids = [str(d) for d in case.get("gold_doc_ids") or []]
+        row.update(category=case.get("category"), expected=case.get("expected"),
+                   gold_facts=case.get("gold_facts") or [], gold_doc_ids=gold_ids,
+                   forbidden=case.get("forbidden") or [])
+        row.update(m.judge_turn(
+            suite=suite, status=result.status, answer=result.answer, question=question,
+            evidence=row.pop("_evidence"), gold_doc_texts=[self.gold_texts[d] for d in gold_ids
+                                                           if d in self.gold_texts],
+            gold_facts=row["gold_facts"], forbidden=row["forbidden"], expected=case.get("expected")))
+        return row
+
+    def run_conversation(self, case: dict[str, Any]) -> list[dict[str, Any]]:
+        """Run a multi-turn conversation in one thread; return one judged row per user turn."""
+        conv_id = str(case["id"])
+        user_id = str(case.get("user_id") or DEFAULT_USER)
+        thread_id = f"eval-{self.run_id}-multiturn-{conv_id}"
+        rows: list[dict[str, Any]] = []
+        said: list[str] = []
+        for index, turn in enumerate(case["turns"], 1):
+            turn_id = f"{conv_id}#{index}"
+            message = str(turn.get("user") or "") if isinstance(turn, dict) else ""
+            if not message:
+                rows.append(self._error_row("multiturn", turn_id, "", UsageError("turn has no 'user'")))
+                continue
+            said.append(message)
+            try:
+                result, ms = self._turn(message, user_id=user_id, thread_id=thread_id,
+                                        confirm=turn.get("confirm", case.get("confirm")))
+            except Exception as exc:  # noqa: BLE001
+                rows.append(self._error_row("multiturn", turn_id, message, exc))
+                continue
+            row = self._row("multiturn", turn_id, message, user_id, thread_id, result, ms)
+            expected = turn.get("expected_status")
+            row.update(conversation_id=conv_id, trap=case.get("trap"), expected=expected,
+                       gold_facts=turn.get("gold_facts") or [], forbidden=turn.get("forbidden") or [])
+            row.update(m.judge_turn(
+                suite="multiturn", status=result.status, answer=result.answer,
+                question="\n".join(said), evidence=row.pop("_evidence"),
+                gold_facts=row["gold_facts"], forbidden=row["forbidden"], expected=expected))
+            rows.append(row)
+        return rows
+
+    def run_verifier(self, case: dict[str, Any], llm: Any = None) -> dict[str, Any]:
+        """Run one verifier item through ``nodes.verify.check_answer`` and judge it."""
+        from nodes.verify import check_answer
+
+        started = time.perf_counter()
+        try:
+            result = check_answer(str(case["question"]), str(case["answer"]), list(case["evidence"]),
+                                  llm=llm)
+        except Exception as exc:  # noqa: BLE001
+            return self._error_row("verifier", str(case["id"]), str(case["question"]), exc)
+        return {"suite": "verifier", "id": str(case["id"]), "pair_id": case.get("pair_id"),
+                "question": case["question"], "answer": case["answer"], "label": case["label"],
+                "error_type": case.get("error_type"), "injected_span": case.get("injected_span"),
+                "status": result.get("overall"),
+                "unsupported_claims": [c.get("claim") for c in result.get("claims", [])
+                                       if c.get("status") != "supported"],
+                "latency_ms": round((time.perf_counter() - started) * 1000, 3),
+                **m.judge_verifier_case(label=str(case["label"]), overall=str(result.get("overall")))}
+
+
+def gold_texts_from(retriever: Any) -> dict[str, str]:
+    """Return doc id → the concatenated text of its chunks (empty if the retriever lists none)."""
+    chunks_fn: Callable[[], Any] | None = getattr(retriever, "chunks", None)
+    if chunks_fn is None:
+        return {}
+    texts: dict[str, list[str]] = {}
+    for chunk in chunks_fn():
+        texts.setdefault(chunk.doc_id, []).append(chunk.text)
+    return {doc: "\n".join(parts) for doc, parts in texts.items()}
+
+
+def run_cases(
+    run: EvalRun,
+    suites: dict[str, list[dict[str, Any]]],
+    *,
+    progress: bool = True,
+    verifier_llm: Any = None,
+) -> list[dict[str, Any]]:
+    """Run every loaded suite with a progress bar on stderr; return all judged rows."""
+    from tqdm import tqdm
+
+    total = sum(len(cases) for cases in suites.values())
+    rows: list[dict[str, Any]] = []
+    with tqdm(total=total, file=sys.stderr, disable=not progress, unit="case", desc="eval") as bar:
+        for suite, cases in suites.items():
+            bar.set_postfix_str(suite)
+            for case in cases:
+                if suite == "verifier":
+                    rows.append(run.run_verifier(case, llm=verifier_llm))
+                elif suite == "multiturn":
+                    rows.extend(run.run_conversation(case))
+                else:
+                    rows.append(run.run_single(suite, case))
+                bar.update(1)
+    for row in rows:
+        row["passed"] = case_passed(row)
+    return rows
+
+
+def run_eval(
+    *,
+    suites: Sequence[str],
+    report_dir: Path | None = None,
+    index_dir: Path | None = None,
+    limit: int | None = None,
+    datasets_dir: Path = DATASETS_DIR,
+    progress: bool = True,
+    settings: Any = None,
+    agent: Any = None,
+) -> dict[str, Any]:
+    """Run the named suites and return the results dict (what ``results.json`` holds).
+
+    Args:
+        suites: Suite names (see :data:`SUITES`).
+        report_dir: Where traces and the eval's shop database go (``<dir>/data``); a temporary
+            folder when None.
+        index_dir: Knowledge index to use (default: the configured one).
+        limit: Run at most this many cases per suite.
+        datasets_dir: Folder of the suite files.
+        progress: Show a progress bar on stderr.
+        settings: Base :class:`csagent.config.Settings` (default: from the environment).
+        agent: A ready :class:`csagent.api.CSAgent` (tests); built from ``settings`` otherwise.
+
+    Returns:
+        ``{"run", "metrics", "counts", "targets", "fail_reason_mix", "latency", "confusion",
+        "failing", "dataset_errors", "cases"}``.
+
+    """
+    from csagent.config import Settings
+
+    if limit is not None and limit < 1:
+        raise UsageError("--limit must be at least 1")
+    loaded: dict[str, list[dict[str, Any]]] = {}
+    dataset_errors: list[str] = []
+    for name in suites:
+        cases, errors = load_suite(name, datasets_dir)
+        loaded[name] = cases[:limit] if limit else cases
+        dataset_errors += errors
+    base = settings or Settings.from_env()
+    tmp: str | None = None
+    if report_dir is not None:
+        data_dir = Path(report_dir) / "data"
+    else:
+        tmp = tempfile.mkdtemp(prefix="csagent-eval-")
+        data_dir = Path(tmp)
+    started = time.perf_counter()
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        (data_dir / "shop.sqlite").unlink(missing_ok=True)  # fresh demo shop every run
+        eval_settings = base.with_overrides(
+            data_dir=data_dir, index_dir=index_dir or base.resolved_index_dir,
+            shop_db=data_dir / "shop.sqlite")
+        if agent is None:
+            from langgraph.checkpoint.memory import InMemorySaver
+
+            from csagent.api import CSAgent
+
+            agent = CSAgent(eval_settings, checkpointer=InMemorySaver())
+        run = EvalRun(agent=agent, gold_texts=gold_texts_from(agent.deps.retriever))
+        llm = agent.deps.llm if eval_settings.llm_configured else None
+        rows = run_cases(run, loaded, progress=progress, verifier_llm=llm)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    from csagent import tracing
+
+    tracing.flush()
+    aggregate = m.compute_metrics(rows)
+    return {
+        "run": {
+            "started": started_at,
+            "seconds": round(time.perf_counter() - started, 3),
+            "suites": list(suites),
+            "limit": limit,
+            "cases": {name: len(cases) for name, cases in loaded.items()},
+            "turns": len(rows),
+            "mode": "llm" if eval_settings.llm_configured else "offline",
+            "llm_model": eval_settings.llm_model if eval_settings.llm_configured else None,
+            "index_dir": str(eval_settings.resolved_index_dir),
+            "traces_dir": str(eval_settings.traces_dir) if report_dir is not None else None,
+        },
+        **aggregate,
+        "confusion": confusion(rows),
+        "failing": [f"{r['suite']}/{r['id']}" for r in rows if not r["passed"]],
+        "dataset_errors": dataset_errors,
+        "cases": rows,
+    }
+
+
+def compare_results(current: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """Compare two results dicts case by case and metric by metric.
+
+    Args:
+        current: This run's results.
+        other: A previous ``results.json``.
+
+    Returns:
+        ``{"metric_deltas": {key: {"before", "after", "delta"}}, "regressions": [...],
+        "improvements": [...], "status_changes": [...], "only_before", "only_after"}`` where a
+        regression is a case that passed before and fails now (keyed ``suite/id``).
+
+    """
+    def index(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        return {f"{c.get('suite')}/{c.get('id')}": c for c in results.get("cases") or []}
+
+    before, after = index(other), index(current)
+    deltas: dict[str, dict[str, float | None]] = {}
+    for key in m.METRIC_KEYS:
+        old = (other.get("metrics") or {}).get(key)
+        new = (current.get("metrics") or {}).get(key)
+        delta = None if old is None or new is None else round(float(new) - float(old), 6)
+        deltas[key] = {"before": old, "after": new, "delta": delta}
+    regressions, improvements, changes = [], [], []
+    for key in sorted(set(before) & set(after)):
+        old, new = before[key], after[key]
+        entry = {"case": key, "before": old.get("status"), "after": new.get("status"),
+                 "question": new.get("question")}
+        was, now = bool(old.get("passed", case_passed(old))), bool(new.get("passed"))
+        if was and not now:
+            regressions.append(entry)
+        elif now and not was:
+            improvements.append(entry)
+        elif old.get("status") != new.get("status"):
+            changes.append(entry)
+    return {"metric_deltas": deltas, "regressions": regressions, "improvements": improvements,
+            "status_changes": changes, "only_before": sorted(set(before) - set(after)),
+            "only_after": sorted(set(after) - set(before))}

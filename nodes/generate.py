@@ -1,0 +1,159 @@
+"""Cited generation: a grounded LLM answer, or offline an extractive answer with citations.
+
+Every factual sentence carries 【来源:id】; tool results are stated as plain facts citing
+``tool:<name>#n``; a tool failure or empty result is said as such; superseded policy versions
+are never cited as current; nothing relevant → the fixed no-answer reply.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.deps import Deps
+from graph.state import State
+from nodes.claims import content_bigrams, split_units, strip_citations
+from nodes.evidence import render_evidence
+from nodes.llm import structured_call
+from nodes.normalize import normalize_for_compare
+from nodes.profiles import load_profile
+from nodes.prompts import GENERATE_SYSTEM, GENERATE_USER, REFLECT_FEEDBACK
+from nodes.respond import NO_ANSWER
+from nodes.schemas import GeneratedAnswer
+
+QUESTION_FILLERS = ("请问", "你们", "我的", "我", "吗", "呢", "怎么", "什么", "多少", "能不能",
+                    "可不可以", "一下", "啊", "呀", "吧", "哪些", "如何", "是否", "想问", "知道")
+CANNOT_CONFIRM = "其余内容无法确认，如需进一步核实可以为您转人工客服。"
+MAX_SENTENCES = 3
+_TERMINATORS = "。！？!?；;，, "
+
+
+def render_table_row(header: list[str], row: str) -> str:
+    """Render a Markdown table row readably: 「地区：新疆，时效：5-7天」."""
+    cells = [c.strip() for c in row.strip().strip("|").split("|")]
+    if not header or len(header) != len(cells):
+        return "，".join(c for c in cells if c)
+    return "，".join(f"{h}：{c}" for h, c in zip(header, cells, strict=True) if c and h)
+
+
+def sentence_units(text: str) -> list[str]:
+    """Return the evidence units of a chunk, with table rows rendered readably."""
+    header: list[str] = []
+    out: list[str] = []
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    for unit in split_units(text):
+        if unit.startswith("|"):
+            idx = next((j for j, ln in enumerate(lines) if ln.strip() == unit), -1)
+            nxt = lines[idx + 1].strip() if 0 <= idx < len(lines) - 1 else ""
+            if re.fullmatch(r"\|?[\s:|-]+\|?", nxt) and set(nxt) & {"-"}:
+                header = [c.strip() for c in unit.strip().strip("|").split("|")]
+                continue
+            out.append(render_table_row(header, unit))
+        elif not unit.startswith("#"):
+            out.append(unit)
+    return [u for u in out if len(strip_citations(u)) >= 4]
+
+
+def _coverage(grams: dict[str, float], text: str) -> float:
+    total = sum(grams.values())
+    return sum(w for g, w in grams.items() if g in text) / total if total else 0.0
+
+
+def query_grams(question: str, queries: list[str]) -> dict[str, float]:
+    """Return weighted content bigrams: the question's (1.0) and the expansions' (0.5)."""
+    grams = {g: 1.0 for g in content_bigrams(question, QUESTION_FILLERS)}
+    for query in queries[1:]:
+        for g in content_bigrams(query, QUESTION_FILLERS):
+            grams.setdefault(g, 0.5)
+    return grams
+
+
+def select_sentences(question: str, queries: list[str], evidence: list[dict[str, Any]],
+                     min_coverage: float, dropped: set[str]) -> list[tuple[str, str]]:
+    """Return up to three (sentence, evidence id) pairs that best answer the question.
+
+    Args:
+        question: The customer's question.
+        queries: The rewritten queries (expansion terms count half).
+        evidence: Ranked evidence; superseded chunks are never used.
+        min_coverage: Minimum share of question bigrams the best chunk must cover.
+        dropped: Sentences the verifier rejected (never produced again).
+    """
+    grams = query_grams(question, queries)
+    q_only = {g: 1.0 for g in content_bigrams(question, QUESTION_FILLERS)}
+    scored: list[tuple[float, str, str]] = []
+    best_chunk = 0.0
+    for rank, item in enumerate(e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")):
+        whole = f"{item.get('title', '')} {' '.join(item.get('heading_path') or [])} {item.get('text', '')}"
+        whole_n = normalize_for_compare(whole)
+        chunk_cov = _coverage(grams, whole_n)
+        best_chunk = max(best_chunk, _coverage(q_only, whole_n) if q_only else chunk_cov)
+        for unit in sentence_units(item.get("text", "")):
+            plain = strip_citations(unit).strip(_TERMINATORS)
+            if plain in dropped:
+                continue
+            score = 0.6 * _coverage(grams, normalize_for_compare(unit)) + 0.4 * chunk_cov + 0.02 / (rank + 1)
+            scored.append((score, plain, item["id"]))
+    if not scored or best_chunk < min_coverage:
+        return []
+    scored.sort(key=lambda s: -s[0])
+    top = scored[0][0]
+    chosen: list[tuple[str, str]] = []
+    for score, plain, eid in scored:
+        if score >= max(0.2, 0.75 * top) and all(plain != c[0] for c in chosen):
+            chosen.append((plain, eid))
+        if len(chosen) >= MAX_SENTENCES:
+            break
+    return chosen
+
+
+def compose_offline(state: State, min_coverage: float) -> tuple[str, str | None]:
+    """Return (draft, fail_reason) for the offline path: tool facts first, then KB sentences."""
+    evidence = state.get("evidence") or []
+    dropped = {strip_citations(f).strip(_TERMINATORS) for f in state.get("feedback") or []}
+    sentences: list[str] = []
+    fail_reason = None
+    for item in (e for e in evidence if e.get("kind") == "tool"):
+        if not (item.get("result") or {}).get("valid"):
+            fail_reason = "tool_failure"
+        for line in item.get("text", "").splitlines():
+            plain = line.strip().strip(_TERMINATORS)
+            if plain and plain not in dropped:
+                sentences.append(f"{plain}【来源:{item['id']}】。")
+    has_tools = any(e.get("kind") == "tool" for e in evidence)
+    if not has_tools or state.get("needs_kb"):
+        for plain, eid in select_sentences(state["question"], state.get("queries") or [],
+                                           evidence, min_coverage, dropped):
+            sentences.append(f"{plain}【来源:{eid}】。")
+    if not sentences:
+        return NO_ANSWER, "no_evidence" if not has_tools else (fail_reason or "no_evidence")
+    if dropped:
+        sentences.append(CANNOT_CONFIRM)
+    return "".join(sentences), fail_reason
+
+
+def generate_answer(state: State, runtime: Runtime[Context], deps: Deps) -> dict[str, Any]:
+    """Write the draft answer from this turn's evidence (LLM when configured, else extractive)."""
+    ctx = runtime.context or Context()
+    min_cov = float(load_profile(ctx.domain_profile).get("min_coverage", 0.35))
+    evidence = state.get("evidence") or []
+    if deps.llm is None or not evidence:
+        draft, reason = compose_offline(state, min_cov)
+        return {"draft": draft, "fail_reason": reason}
+    feedback = state.get("feedback") or []
+    prompt = GENERATE_USER.format(
+        evidence=render_evidence(evidence), facts="；".join(state.get("facts") or []) or "无",
+        feedback=REFLECT_FEEDBACK.format(claims="\n".join(f"- {c}" for c in feedback)) if feedback else "",
+        question=state["question"])
+    outcome = structured_call(deps.llm, GeneratedAnswer, [SystemMessage(GENERATE_SYSTEM), HumanMessage(prompt)])
+    if outcome.value is None:
+        draft, reason = compose_offline(state, min_cov)
+        return {"draft": draft, "fail_reason": reason, "llm_error": f"generate: {outcome.error}"}
+    if outcome.value.cannot_answer or not outcome.value.answer.strip():
+        return {"draft": NO_ANSWER, "fail_reason": "no_evidence"}
+    failed = any(not (e.get("result") or {}).get("valid") for e in evidence if e.get("kind") == "tool")
+    return {"draft": outcome.value.answer.strip(), "fail_reason": "tool_failure" if failed else None}

@@ -1,0 +1,99 @@
+"""Pure risk and capability rules: action detection, tool planning, confirmation replies.
+
+The capability boundary is the tool registry: an action whose tool is not registered is never
+"done"; write tools (``ToolSpec.write``) always pass through the confirmation step.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from nodes.normalize import full_to_half
+
+ORDER_ID_RE = re.compile(r"(?<![A-Za-z0-9])(SO\d{6,})(?!\d)", re.I)
+_PRICE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:元|块)?\s*(?:以内|以下|之内|左右)|预算\s*(\d+(?:\.\d+)?)")
+_EXPLICIT_REQUEST = ("帮我", "我要", "给我", "请帮", "麻烦帮", "替我", "想要", "申请", "直接")
+YES_WORDS = frozenset({"yes", "y", "ok", "确认", "确定", "是", "是的", "好", "好的", "对", "对的",
+                       "同意", "可以", "没问题", "确认办理", "确认提交", "嗯", "行"})
+
+
+def find_order_id(text: str) -> str | None:
+    """Return the first order id (``SO…``) in ``text``, upper-cased, or None."""
+    match = ORDER_ID_RE.search(full_to_half(text))
+    return match.group(1).upper() if match else None
+
+
+def is_how_to(question: str, markers: list[str]) -> bool:
+    """Return True for a question about how something works rather than a request to do it."""
+    if any(w in question for w in _EXPLICIT_REQUEST):
+        return False
+    return any(m in question for m in markers)
+
+
+def detect_action(question: str, profile: dict[str, Any]) -> dict[str, Any] | None:
+    """Return the profile action the customer asks for (longest keyword wins), or None."""
+    best: tuple[int, dict[str, Any]] | None = None
+    for action in profile.get("actions", []):
+        for kw in action.get("keywords", []):
+            if kw in question and (best is None or len(kw) > best[0]):
+                best = (len(kw), action)
+    return best[1] if best else None
+
+
+def parse_max_price(question: str) -> float | None:
+    """Return a budget such as 「200元以内」 → 200.0, or None."""
+    match = _PRICE_RE.search(full_to_half(question))
+    if not match:
+        return None
+    return float(match.group(1) or match.group(2))
+
+
+def plan_tool_call(action: dict[str, Any], question: str, order_id: str | None) -> dict[str, Any]:
+    """Return ``{"name", "args"}`` for ``action`` (args never include the user id).
+
+    Args:
+        action: A profile action with a ``tool``.
+        question: The customer's message.
+        order_id: The order id from the message or the carried-forward facts.
+    """
+    name = str(action["tool"])
+    args: dict[str, Any] = dict(action.get("args") or {})
+    if name == "product_recommend":
+        args["query"] = question
+        budget = parse_max_price(question)
+        if budget is not None:
+            args["max_price"] = budget
+    elif name == "order_lookup":
+        if order_id:
+            args["order_id"] = order_id
+    else:
+        if order_id:
+            args["order_id"] = order_id
+        if name == "after_sales_apply":
+            args["reason"] = question[:200]
+    return {"name": name, "args": args}
+
+
+def needs_order_id(call: dict[str, Any]) -> bool:
+    """Return True when the planned call cannot run without an order id it does not have."""
+    return call["name"] in ("logistics_tracking", "after_sales_apply", "order_cancel") \
+        and not call["args"].get("order_id")
+
+
+def describe_action(call: dict[str, Any], label: str) -> str:
+    """Return the exact action in plain Chinese, e.g. 「为订单 SO… 申请退款」."""
+    order = call["args"].get("order_id")
+    return f"为订单 {order} {label}" if order else label
+
+
+def is_explicit_yes(value: Any) -> bool:
+    """Return True only for an explicit yes (``"yes"``/``True``/``{"confirm": True}``/「确认」)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, dict):
+        inner = value.get("confirm", value.get("reply"))
+        return is_explicit_yes(inner) if inner is not None else False
+    if isinstance(value, str):
+        return full_to_half(value).strip().strip("。.!！ ").lower() in YES_WORDS
+    return False

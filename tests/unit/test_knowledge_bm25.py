@@ -1,0 +1,102 @@
+"""BM25 (sparse precomputed) against rank_bm25, persistence, and the pure fusion functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from knowledge.bm25 import BM25Index
+from knowledge.fusion import normalize_bm25, normalize_cosine, rrf_fusion, sigmoid, weighted_fusion
+from knowledge.normalize import tokenize
+
+DOCS = [
+    "7天无理由退货，运费由买家承担。",
+    "质量问题退货运费由商家承担，需上传照片。",
+    "订单满99元包邮，不满99元收取运费8元。",
+    "Plus会员每月赠送5张运费券。",
+    "退款原路退回，银行卡3至7个工作日到账。",
+    "价保期内降价可申请价保，补差价。",
+    "以旧换新可抵扣新机价款。",
+    "发票在订单完成后开具。",
+]
+QUERIES = ["七天无理由退货运费谁出", "运费 运费 包邮", "价保怎么申请", "退款几天到账", "不存在的词汇xyz", "会员"]
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[list[str]]:
+    return [tokenize(d) for d in DOCS]
+
+
+@pytest.mark.parametrize("params", [{}, {"k1": 1.2, "b": 0.5, "epsilon": 0.1}])
+def test_scores_equal_rank_bm25(corpus: list[list[str]], params: dict[str, float]) -> None:
+    ours = BM25Index.build(corpus, **params)
+    ref = BM25Okapi(corpus, **params)
+    for q in QUERIES:
+        tokens = tokenize(q)
+        np.testing.assert_allclose(ours.scores(tokens), ref.get_scores(tokens), rtol=1e-5, atol=1e-6)
+
+
+def test_negative_idf_uses_epsilon_floor() -> None:
+    # "a" is in 3 of 4 documents: its raw idf is negative and rank_bm25 floors it
+    corpus = [["a", "b"], ["a", "c"], ["a", "d"], ["e"]]
+    ours = BM25Index.build(corpus)
+    ref = BM25Okapi(corpus)
+    np.testing.assert_allclose(ours.scores(["a"]), ref.get_scores(["a"]), rtol=1e-5)
+    assert ours.term_idf("a") == pytest.approx(ref.idf["a"])
+    assert ours.term_idf("zzz") == 0.0
+
+
+def test_top_k_and_persistence(corpus: list[list[str]], tmp_path: Path) -> None:
+    index = BM25Index.build(corpus)
+    idx, scores = index.top_k(tokenize("退货运费由谁承担"), 3)
+    ref = BM25Okapi(corpus).get_scores(tokenize("退货运费由谁承担"))
+    positive = int((ref > 0).sum())
+    assert list(idx) == list(np.argsort(-ref, kind="stable")[: min(3, positive)])
+    assert list(idx) == [1, 0]  # only documents with a positive score are returned
+    assert list(scores) == sorted(scores, reverse=True)
+    assert index.top_k(["unknown-token"], 3)[0].size == 0
+    index.save(tmp_path)
+    loaded = BM25Index.load(tmp_path)
+    assert loaded.vocab == index.vocab
+    np.testing.assert_allclose(loaded.scores(tokenize("运费")), index.scores(tokenize("运费")))
+    np.testing.assert_allclose(loaded.idf, index.idf, atol=1e-5)
+
+
+def test_empty_corpus() -> None:
+    index = BM25Index.build([])
+    assert index.scores(["a"]).shape == (0,)
+
+
+def test_normalisations() -> None:
+    np.testing.assert_allclose(normalize_cosine([0.82, 0.88, 0.94]), [0.0, 0.5, 1.0])
+    assert list(normalize_cosine([0.9, 0.9])) == [1.0, 1.0]
+    b = normalize_bm25([0.0, 1.0, 2.0])
+    np.testing.assert_allclose(b, sigmoid(np.array([-1.224744871, 0.0, 1.224744871])))
+    assert list(normalize_bm25([3.0])) == [0.5]
+    assert normalize_bm25([]).size == 0
+
+
+def test_weighted_fusion_extremes_and_mix() -> None:
+    bm25 = [10.0, 0.0, 5.0]
+    cos = [0.83, 0.93, 0.88]
+    only_bm25 = weighted_fusion(bm25, cos, 1.0)
+    only_cos = weighted_fusion(bm25, cos, 0.0)
+    assert list(np.argsort(-only_bm25)) == [0, 2, 1]
+    assert list(np.argsort(-only_cos)) == [1, 2, 0]
+    mixed = weighted_fusion(bm25, cos, 0.5)
+    np.testing.assert_allclose(mixed, 0.5 * normalize_bm25(bm25) + 0.5 * normalize_cosine(cos))
+    with pytest.raises(ValueError):
+        weighted_fusion(bm25, cos, 1.5)
+    with pytest.raises(ValueError):
+        weighted_fusion([1.0], cos, 0.5)
+
+
+def test_rrf() -> None:
+    scores = rrf_fusion([["a", "b", "c"], ["b", "d"]], k=60)
+    assert scores["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores["a"] == pytest.approx(1 / 61)
+    assert scores["d"] == pytest.approx(1 / 62)
+    assert max(scores, key=scores.__getitem__) == "b"

@@ -1,0 +1,175 @@
+"""The LLM boundary (csagent.llm) against a real local OpenAI-compatible HTTP server."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Literal
+
+import openai
+import pytest
+from langchain_core.messages import AIMessage
+from pydantic import BaseModel
+
+from csagent.config import Settings
+from csagent.llm import DEFAULT_API_KEY, build_chat_model
+from tests.fake_openai import (
+    Fail,
+    FakeOpenAIServer,
+    RawBody,
+    Reply,
+    Slow,
+    dead_url,
+    schema_name,
+    structured,
+)
+
+
+class Decision(BaseModel):
+    route: Literal["answer", "refuse"]
+    confidence: float
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer() as srv:
+        yield srv
+        assert srv.errors == [], srv.errors  # every request was scripted
+
+
+def model_for(url: str, **overrides):
+    settings = Settings(llm_base_url=url, llm_model="qwen-test", llm_timeout=5.0,
+                        llm_max_retries=0).with_overrides(**overrides)
+    model = build_chat_model(settings)
+    assert model is not None
+    return model
+
+
+def test_offline_when_not_configured():
+    assert build_chat_model(Settings()) is None
+    assert build_chat_model(Settings(llm_base_url="http://127.0.0.1:1/v1")) is None  # no model
+
+
+def test_plain_completion_request_shape_and_logprobs(server):
+    server.script(Reply(content="您好，请问有什么可以帮您？", logprobs=[("您好", -0.01), ("？", -0.2)]))
+    reply = model_for(server.url).invoke("你好")
+    assert reply.content == "您好，请问有什么可以帮您？"
+    assert [t["token"] for t in reply.response_metadata["logprobs"]["content"]] == ["您好", "？"]
+    request = server.requests[0]
+    assert request["model"] == "qwen-test"
+    assert request["temperature"] == 0.0
+    assert request["logprobs"] is True
+    assert request["messages"] == [{"role": "user", "content": "你好"}]
+
+
+def test_api_key_defaults_to_not_needed(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = model_for("http://127.0.0.1:1/v1")
+    assert model.openai_api_key is not None
+    assert model.openai_api_key.get_secret_value() == DEFAULT_API_KEY
+
+
+def test_streaming_reassembles_content_and_usage(server):
+    server.script(Reply(content="七天无理由退货运费由买家承担"))
+    chunks = list(model_for(server.url).stream("运费谁出"))
+    assert "".join(str(c.content) for c in chunks) == "七天无理由退货运费由买家承担"
+    assert server.requests[0]["stream"] is True
+    total = chunks[0]
+    for chunk in chunks[1:]:
+        total = total + chunk
+    assert total.usage_metadata is not None and total.usage_metadata["output_tokens"] > 0
+
+
+def test_structured_output_json_schema_default(server):
+    server.script(Reply(content='{"route": "refuse", "confidence": 0.93}'))
+    runnable = model_for(server.url).with_structured_output(Decision, include_raw=True)
+    out = runnable.invoke("我头疼吃什么药")
+    assert out["parsed"] == Decision(route="refuse", confidence=0.93)
+    assert out["raw"].response_metadata["logprobs"]["content"]  # confidence is readable
+    request = server.requests[0]
+    assert request["response_format"]["type"] == "json_schema"
+    assert schema_name(request) == "Decision"
+
+
+def test_structured_output_function_calling(server):
+    model = model_for(server.url)
+    runnable = model.with_structured_output(Decision, include_raw=True, method="function_calling")
+    probe = {"tool_choice": {"type": "function", "function": {"name": "Decision"}}}
+    server.script(structured(probe, {"route": "answer", "confidence": 0.8}))
+    out = runnable.invoke("退货运费")
+    assert out["parsed"] == Decision(route="answer", confidence=0.8)
+    assert schema_name(server.requests[0]) == "Decision"
+    assert server.requests[0]["tools"][0]["function"]["name"] == "Decision"
+
+
+def test_tool_calls_are_returned(server):
+    server.script(Reply(content=None, tool_calls=[
+        {"name": "order_lookup", "args": {"order_id": "SO2026112500103"}}]))
+    model = model_for(server.url).bind_tools([{
+        "type": "function",
+        "function": {"name": "order_lookup", "description": "查订单",
+                     "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}},
+    }])
+    reply = model.invoke("查订单 SO2026112500103")
+    assert isinstance(reply, AIMessage)
+    assert reply.tool_calls[0]["name"] == "order_lookup"
+    assert reply.tool_calls[0]["args"] == {"order_id": "SO2026112500103"}
+
+
+def test_broken_json_for_structured_output_raises_for_the_caller_to_handle(server):
+    server.script(Reply(content='{"route": "ans'))
+    runnable = model_for(server.url).with_structured_output(Decision, include_raw=True)
+    with pytest.raises(ValueError):  # pydantic ValidationError: the graph's retry path handles it
+        runnable.invoke("q")
+
+
+def test_logprobs_rejected_then_retried_without():
+    with FakeOpenAIServer(reject_logprobs=True) as srv:
+        srv.script(Reply(content="好的"))
+        model = model_for(srv.url)
+        assert model.invoke("hi").content == "好的"
+        assert [r.get("logprobs") for r in srv.requests] == [True, None]
+        srv.script(Reply(content="再次"))
+        assert model.invoke("hi").content == "再次"  # remembered: no second rejection
+        assert len(srv.requests) == 3
+        assert srv.errors == []
+
+
+def test_server_error_is_retried_a_bounded_number_of_times(server):
+    server.script(Fail(500), Fail(503), Reply(content="第三次成功"))
+    assert model_for(server.url, llm_max_retries=2).invoke("x").content == "第三次成功"
+    server.script(Fail(500), Fail(500))
+    with pytest.raises(openai.APIError):
+        model_for(server.url, llm_max_retries=1).invoke("x")
+    assert len(server.requests) == 5
+
+
+def test_slow_endpoint_times_out(server):
+    server.script(Slow(2.0, Reply(content="太晚了")))
+    started = time.monotonic()
+    with pytest.raises(openai.APITimeoutError):
+        model_for(server.url, llm_timeout=0.3).invoke("x")
+    assert time.monotonic() - started < 1.9
+
+
+def test_broken_http_body_raises(server):
+    server.script(RawBody('{"choices": [ broken'))
+    with pytest.raises(json.JSONDecodeError):
+        model_for(server.url).invoke("x")
+
+
+def test_dead_endpoint_raises_connection_error():
+    with pytest.raises(openai.APIConnectionError):
+        model_for(dead_url()).invoke("x")
+
+
+def test_unscripted_request_fails_loudly():
+    with FakeOpenAIServer() as srv:
+        with pytest.raises(openai.APIError):
+            model_for(srv.url).invoke("x")
+        assert srv.errors and "script exhausted" in srv.errors[0]
+
+
+def test_models_endpoint_lists_the_fake_model(server):
+    client = openai.OpenAI(base_url=server.url, api_key="k", max_retries=0)
+    assert [m.id for m in client.models.list()] == ["fake-model"]
