@@ -343,6 +343,9 @@ def _context_digest(evidence: Sequence[dict[str, Any]]) -> str:
     return "sha256:" + sha.hexdigest()[:16]
 
 
+_BOUNDARY_KEYS = ("route", "confidence", "boundary_reason", "intent", "domain")
+
+
 def _evidence_list(value: Any) -> list[dict[str, Any]] | None:
     if not isinstance(value, list):
         return None
@@ -377,6 +380,7 @@ def build_trace_record(
     """
     final = dict(final_state or {})
     boundary: dict[str, Any] = {}
+    boundary_node: dict[str, Any] = {}  # what the boundary node itself decided wins
     queries: list[str] = []
     retrieved: list[dict[str, Any]] = []
     reranked: list[dict[str, Any]] = []
@@ -399,9 +403,11 @@ def build_trace_record(
         steps.append({"node": node, "latency_ms": ms, "keys": sorted(map(str, update))})
         latency[node] = round(latency.get(node, 0.0) + ms, 3)
         merged.update({k: v for k, v in update.items() if k != "evidence"})
-        for key in ("route", "confidence", "boundary_reason", "intent", "domain"):
-            if key in update and key not in boundary:
-                boundary[key] = _jsonable(update[key])
+        fields = {k: _jsonable(update[k]) for k in _BOUNDARY_KEYS if k in update}
+        if fields and "boundary" in node:
+            boundary_node.update(fields)
+        elif fields:
+            boundary.update(fields)
         if isinstance(update.get("queries"), list):
             queries = [str(q) for q in update["queries"]]
         evidence = _evidence_list(update.get("evidence"))
@@ -424,6 +430,10 @@ def build_trace_record(
         if isinstance(update.get("feedback"), list):
             feedback.extend(str(f) for f in update["feedback"])
 
+    if boundary_node:
+        boundary = boundary_node
+    if interrupt is None and isinstance(final.get("interrupt"), dict):
+        interrupt = final["interrupt"]
     final_evidence = _evidence_list(final.get("evidence"))
     if final_evidence:
         context = final_evidence

@@ -39,8 +39,11 @@ EVIDENCE_RESET = "__reset__"
 def reduce_evidence(
     existing: list[dict[str, Any]] | None, new: list[dict[str, Any]] | str | None
 ) -> list[dict[str, Any]]:
-    """Merge evidence de-duplicated by id; the string ``EVIDENCE_RESET`` (or a list starting with
-    ``{"id": EVIDENCE_RESET}``) clears it first."""
+    """Merge evidence de-duplicated by id.
+
+    The string ``EVIDENCE_RESET`` (or a list starting with ``{"id": EVIDENCE_RESET}``) clears
+    it first.
+    """
     existing = list(existing or [])
     if new is None:
         return existing

@@ -95,7 +95,10 @@ class SentenceTransformerEmbedder:
         except (OSError, ValueError) as exc:
             raise UsageError(f"cannot load embedding model {model!r}: {exc}") from exc
         self.name = model
-        dim = self._model.get_sentence_embedding_dimension()
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or getattr(
+            self._model, "get_sentence_embedding_dimension"
+        )
+        dim = get_dim()
         self.dim = int(dim) if dim else int(self._model.encode(["x"]).shape[1])
         self._batch_size = batch_size
         is_e5 = "e5" in Path(model).name.lower()
@@ -186,7 +189,7 @@ def embed_passages_cached(
     texts: Sequence[str],
     cache: VectorCache | None,
     *,
-    batch_size: int = 16,
+    batch_size: int = 32,
     progress: Any = None,
 ) -> tuple[Vectors, int]:
     """Embed ``texts`` as passages, reusing and filling ``cache``.
@@ -214,7 +217,8 @@ def embed_passages_cached(
                 progress.update(1)
         else:
             todo.setdefault(key, []).append(i)
-    pending = list(todo.items())
+    # similar lengths together: the engine pads a batch to its longest text
+    pending = sorted(todo.items(), key=lambda item: len(texts[item[1][0]]))
     for start in range(0, len(pending), batch_size):
         batch = pending[start:start + batch_size]
         vecs = embedder.embed_passages([texts[idx[0]] for _, idx in batch])

@@ -22,7 +22,14 @@ from nodes.facts import fact_value
 from nodes.llm import structured_call
 from nodes.profiles import load_profile
 from nodes.prompts import BOUNDARY_SYSTEM, BOUNDARY_USER
-from nodes.risk import detect_action, find_order_id, is_how_to, needs_order_id, plan_tool_call
+from nodes.risk import (
+    describe_action,
+    detect_action,
+    find_order_id,
+    is_how_to,
+    needs_order_id,
+    plan_tool_call,
+)
 from nodes.schemas import BoundaryDecision
 
 logger = logging.getLogger(__name__)
@@ -72,7 +79,10 @@ def _action_route(question: str, action: dict[str, Any], facts: list[str], tools
     if needs_order_id(call):
         call = {"name": "order_lookup", "args": {}}
     route = "confirm" if tools[tool].write else "tool"
-    return {**base, "route": route, "domain": "orders", "tool_plan": [call],
+    pending = {**call, "tool": call["name"], "description": describe_action(call, label)} if route == "confirm" else None
+    if pending:
+        pending.pop("name")
+    return {**base, "route": route, "domain": "orders", "tool_plan": [call], "pending_action": pending,
             "status": "needs_confirmation" if route == "confirm" else "answered",
             "needs_kb": route == "tool" and any(h in question for h in _POLICY_HINTS),
             "boundary_reason": f"action {action['intent']} → tool {tool}"}

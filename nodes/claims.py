@@ -29,9 +29,9 @@ _ORDER_ID_RE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{1,4}\d{8,}(?!\d)")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}|(?<![\d-])\d{2}-\d{2}(?![\d-])")
 _TIME_RE = re.compile(r"\d{1,2}:\d{2}")
 _UNIT = (r"工作日|天|小时|分钟|周|个月|月|年|次|件|元|倍|折|公斤|kg|斤|克|积分|张|单|级|人|岁|%|"
-         r"个")
+         r"个|日|分|米|台|副|版|层|期|笔|份|位|条")
 _NUMBER_RE = re.compile(rf"(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?\s*({_UNIT})?")
-_VERB_CANON = {"需": "需要", "可": "可以", "能": "可以"}
+_VERB_CANON = {"需": "需要", "可": "可以", "能": "可以", "退还": "退", "退回": "退"}
 _CJK_WORD_RE = re.compile(r"[\u4e00-\u9fffA-Za-z0-9]")
 _FILLERS = ("您好", "亲", "根据", "规定", "政策", "平台", "我们", "您可以", "您", "请", "注意",
             "另外", "此外", "具体", "相关", "的话", "一般", "通常", "目前", "如果", "的", "了", "是",
@@ -120,6 +120,7 @@ def _find_words(text: str, words: tuple[str, ...]) -> list[str]:
 def extract_facts(text: str) -> SentenceFacts:
     """Extract the fact-bearing tokens of ``text`` (normalised first; citation tags ignored)."""
     norm = normalize_for_compare(strip_citations(text))
+    norm = re.sub(r"(?m)^\s*(?:[-*]\s*)?\d{1,2}[.、)]\s*(?!\d)", " ", norm)  # list numbering
     facts = SentenceFacts()
     facts.order_ids = _ORDER_ID_RE.findall(norm)
     rest = _ORDER_ID_RE.sub(" ", norm)
@@ -141,7 +142,7 @@ def extract_facts(text: str) -> SentenceFacts:
 def number_supported(token: NumberToken, evidence_numbers: list[NumberToken]) -> bool:
     """Return True when ``token`` (value and unit; a range as a whole) occurs in the evidence."""
     for ev in evidence_numbers:
-        units_match = token.unit == ev.unit or not token.unit or not ev.unit
+        units_match = token.unit == ev.unit or not token.unit
         if not units_match:
             continue
         if token.high is not None:
@@ -169,6 +170,8 @@ def condition_pairs(text: str) -> list[tuple[bool, str]]:
             if verb == "免费" or verb == "收费":
                 negated = before.endswith("不") or before.endswith("无需")
             pair = (negated, _VERB_CANON.get(verb, verb))
+            if verb == "退" and norm[start + 1:start + 2] in ("货", "款", "换", "订"):
+                continue
             if pair not in pairs:
                 pairs.append(pair)
     return pairs

@@ -9,22 +9,26 @@ import re
 from typing import Any
 
 from knowledge.types import Hit
-from shop.types import ToolResult
+from shop.types import CODE_FORBIDDEN, CODE_LOOP, CODE_NOT_FOUND, ToolResult
 
 _FIELD_LABELS = {
     "order_id": "订单号", "status": "订单状态", "amount": "金额", "total": "金额",
     "total_amount": "订单金额", "pay_amount": "实付金额", "payment_method": "支付方式",
     "created_at": "下单时间", "paid_at": "付款时间", "shipped_at": "发货时间",
     "delivered_at": "签收时间", "carrier": "承运快递", "tracking_no": "运单号",
-    "tracking_number": "运单号", "eta": "预计送达", "location": "当前位置",
-    "latest": "最新动态", "events": "物流轨迹", "items": "商品", "name": "名称", "title": "名称",
-    "price": "价格", "quantity": "数量", "qty": "数量", "sku": "商品编号",
-    "product_id": "商品编号", "category": "类目", "ticket_id": "工单号", "kind": "类型",
-    "reason": "原因", "region": "地区", "city": "城市", "address": "收货地址",
-    "stock": "库存", "rating": "评分", "time": "时间", "desc": "描述", "description": "描述",
-    "refund_amount": "退款金额", "message": "说明", "orders": "订单",
+    "tracking_number": "运单号", "eta": "预计送达", "latest": "最新动态", "items": "商品",
+    "name": "名称",
+    "price": "价格", "category": "类目", "ticket_id": "工单号", "kind": "类型",
+    "reason": "原因", "region": "地区", "city": "城市",
+    "stock": "库存", "rating": "评分", "seven_day_return": "支持7天无理由退货",
+    "refund_amount": "退款金额", "pay_method": "支付方式",
+    "goods_amount": "商品金额", "shipping_fee": "运费", "discount": "优惠", "subtotal": "小计",
+    "shipping_region": "收货地区", "signed_at": "签收时间", "cancelled_at": "取消时间",
+    "refund_status": "退款状态", "after_sales": "售后记录", "kind_label": "类型",
+    "previous_status": "原状态", "updated_at": "更新时间", "product_name": "商品",
 }
-_SKIP_FIELDS = {"user_id", "phone", "receiver_phone", "receiver_name", "email"}
+_SKIP_FIELDS = {"user_id", "phone", "receiver_phone", "receiver_name", "email", "kind", "count",
+                "receiver", "address_detail"}
 
 
 def hit_to_evidence(hit: Hit) -> dict[str, Any]:
@@ -43,15 +47,51 @@ def hit_to_evidence(hit: Hit) -> dict[str, Any]:
     }
 
 
-def _fmt_value(value: Any) -> str:
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else f"{value:.2f}".rstrip("0").rstrip(".")
+_MONEY_FIELDS = {"amount", "total", "total_amount", "pay_amount", "price", "goods_amount",
+                 "shipping_fee", "discount", "subtotal", "refund_amount"}
+
+
+def _fmt_value(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "是" if value else "否"
+    if isinstance(value, float | int):
+        text = str(int(value)) if float(value).is_integer() else f"{value:.2f}".rstrip("0").rstrip(".")
+        return f"{text}元" if key in _MONEY_FIELDS else text
     if isinstance(value, list):
-        return "；".join(_fmt_value(v) for v in value)
+        return "；".join(_fmt_item(v) for v in value)
     if isinstance(value, dict):
-        return "，".join(f"{_FIELD_LABELS.get(k, k)}：{_fmt_value(v)}" for k, v in value.items()
-                        if k not in _SKIP_FIELDS and v not in (None, ""))
+        return _fmt_item(value)
     return str(value)
+
+
+def _fmt_item(value: Any) -> str:
+    """Render one dict (labelled fields only, in a stable order) or a scalar."""
+    if not isinstance(value, dict):
+        return str(value)
+    if "name" in value and ("qty" in value or "quantity" in value):
+        return f"{value['name']}×{value.get('qty', value.get('quantity'))}"
+    if "description" in value and "time" in value:
+        return f"{value['time']} {value.get('location', '')} {value['description']}".replace("  ", " ")
+    parts = [f"{_FIELD_LABELS[k]}：{_fmt_value(k, v)}" for k, v in value.items()
+             if k in _FIELD_LABELS and k not in _SKIP_FIELDS and v not in (None, "", [])]
+    return "，".join(parts)
+
+
+TOOL_LABELS = {"order_lookup": "订单", "logistics_tracking": "物流信息", "after_sales_apply": "售后申请",
+               "order_cancel": "订单取消", "product_recommend": "推荐商品"}
+_NOT_FOUND_CODES = (CODE_NOT_FOUND, CODE_FORBIDDEN)
+
+
+def tool_observation(name: str, result: ToolResult) -> str:
+    """Return the explicit observation for an invalid result: 「未查询到…」 or 「…失败：…」."""
+    label = TOOL_LABELS.get(name, name)
+    message = str(result.get("message") or "").strip().rstrip("。")
+    if result.get("code") in _NOT_FOUND_CODES:
+        return f"未查询到{label}相关记录" + (f"（{message}）" if message else "")
+    if result.get("code") == CODE_LOOP:
+        return f"{label}查询已重复多次，系统已停止重复查询"
+    verb = "查询" if name in ("order_lookup", "logistics_tracking", "product_recommend") else "办理"
+    return f"{label}{verb}失败" + (f"：{message}" if message else "，暂时无法确认结果")
 
 
 def render_tool_facts(name: str, result: ToolResult) -> list[str]:
@@ -63,22 +103,23 @@ def render_tool_facts(name: str, result: ToolResult) -> list[str]:
 
     """
     if not result.get("valid"):
-        return [result.get("message") or f"{name} 未返回有效结果"]
+        return [tool_observation(name, result)]
     data = result.get("data")
     rows = data if isinstance(data, list) else [data]
     lines: list[str] = []
     for row in rows:
         if isinstance(row, dict):
-            for key in ("orders", "items", "events"):
-                nested = row.get(key)
-                if isinstance(nested, list) and key == "orders":
-                    lines.extend(_fmt_value(o) for o in nested)
-            text = _fmt_value({k: v for k, v in row.items() if k != "orders"})
+            for key in ("orders", "products"):
+                if isinstance(row.get(key), list):
+                    lines.extend(_fmt_item(o) for o in row[key])
+            rest = {k: v for k, v in row.items() if k not in ("orders", "products", "events")}
+            text = _fmt_item(rest)
             if text:
                 lines.append(text)
         elif row not in (None, ""):
-            lines.append(_fmt_value(row))
-    return lines or [result.get("message") or "未查询到相关记录"]
+            lines.append(str(row))
+    message = str(result.get("message") or "").strip()
+    return ([message] if message else []) + lines if lines else [message or f"未查询到{TOOL_LABELS.get(name, name)}相关记录"]
 
 
 def tool_to_evidence(name: str, index: int, result: ToolResult, args: dict[str, Any]) -> dict[str, Any]:

@@ -16,10 +16,10 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.deps import Deps
 from graph.state import State
-from nodes.claims import content_bigrams, split_units, strip_citations
+from knowledge.normalize import normalize_text, tokenize
+from nodes.claims import split_units, strip_citations
 from nodes.evidence import render_evidence
 from nodes.llm import structured_call
-from nodes.normalize import normalize_for_compare
 from nodes.profiles import load_profile
 from nodes.prompts import GENERATE_SYSTEM, GENERATE_USER, REFLECT_FEEDBACK
 from nodes.respond import NO_ANSWER
@@ -58,18 +58,26 @@ def sentence_units(text: str) -> list[str]:
     return [u for u in out if len(strip_citations(u)) >= 4]
 
 
-def _coverage(grams: dict[str, float], text: str) -> float:
-    total = sum(grams.values())
-    return sum(w for g, w in grams.items() if g in text) / total if total else 0.0
+QUERY_STOPWORDS = frozenset(QUESTION_FILLERS + ("多久", "可以", "能否", "需要", "有没有", "一般",
+                                               "东西", "时候", "这个", "那个", "买"))
 
 
-def query_grams(question: str, queries: list[str]) -> dict[str, float]:
-    """Return weighted content bigrams: the question's (1.0) and the expansions' (0.5)."""
-    grams = {g: 1.0 for g in content_bigrams(question, QUESTION_FILLERS)}
+def query_terms(question: str, queries: list[str]) -> dict[str, float]:
+    """Return weighted content terms (jieba): the question's weigh 1.0, expansions' 0.5."""
+    def terms(text: str) -> list[str]:
+        return [t for t in tokenize(text) if len(t) >= 2 and not t.isdigit() and t not in QUERY_STOPWORDS]
+
+    weights = dict.fromkeys(terms(question), 1.0)
     for query in queries[1:]:
-        for g in content_bigrams(query, QUESTION_FILLERS):
-            grams.setdefault(g, 0.5)
-    return grams
+        for term in terms(query):
+            weights.setdefault(term, 0.5)
+    return weights
+
+
+def term_coverage(weights: dict[str, float], text: str) -> float:
+    """Return the weighted share of ``weights``' terms that occur in (normalised) ``text``."""
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in text) / total if total else 0.0
 
 
 def select_sentences(question: str, queries: list[str], evidence: list[dict[str, Any]],
@@ -80,31 +88,32 @@ def select_sentences(question: str, queries: list[str], evidence: list[dict[str,
         question: The customer's question.
         queries: The rewritten queries (expansion terms count half).
         evidence: Ranked evidence; superseded chunks are never used.
-        min_coverage: Minimum share of question bigrams the best chunk must cover.
+        min_coverage: Minimum weighted share of query terms the best chunk must cover.
         dropped: Sentences the verifier rejected (never produced again).
+
     """
-    grams = query_grams(question, queries)
-    q_only = {g: 1.0 for g in content_bigrams(question, QUESTION_FILLERS)}
+    weights = query_terms(question, queries)
     scored: list[tuple[float, str, str]] = []
     best_chunk = 0.0
-    for rank, item in enumerate(e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")):
-        whole = f"{item.get('title', '')} {' '.join(item.get('heading_path') or [])} {item.get('text', '')}"
-        whole_n = normalize_for_compare(whole)
-        chunk_cov = _coverage(grams, whole_n)
-        best_chunk = max(best_chunk, _coverage(q_only, whole_n) if q_only else chunk_cov)
+    current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
+    for rank, item in enumerate(current):
+        whole = normalize_text(f"{item.get('title', '')} {' '.join(item.get('heading_path') or [])} "
+                               f"{item.get('text', '')}")
+        chunk_cov = term_coverage(weights, whole)
+        best_chunk = max(best_chunk, chunk_cov)
         for unit in sentence_units(item.get("text", "")):
             plain = strip_citations(unit).strip(_TERMINATORS)
             if plain in dropped:
                 continue
-            score = 0.6 * _coverage(grams, normalize_for_compare(unit)) + 0.4 * chunk_cov + 0.02 / (rank + 1)
-            scored.append((score, plain, item["id"]))
+            unit_cov = term_coverage(weights, normalize_text(unit))
+            scored.append((0.75 * unit_cov + 0.25 * chunk_cov + 0.02 / (rank + 1), plain, item["id"]))
     if not scored or best_chunk < min_coverage:
         return []
     scored.sort(key=lambda s: -s[0])
     top = scored[0][0]
     chosen: list[tuple[str, str]] = []
     for score, plain, eid in scored:
-        if score >= max(0.2, 0.75 * top) and all(plain != c[0] for c in chosen):
+        if score >= max(0.2, 0.8 * top) and all(plain != c[0] for c in chosen):
             chosen.append((plain, eid))
         if len(chosen) >= MAX_SENTENCES:
             break
@@ -139,7 +148,7 @@ def compose_offline(state: State, min_coverage: float) -> tuple[str, str | None]
 def generate_answer(state: State, runtime: Runtime[Context], deps: Deps) -> dict[str, Any]:
     """Write the draft answer from this turn's evidence (LLM when configured, else extractive)."""
     ctx = runtime.context or Context()
-    min_cov = float(load_profile(ctx.domain_profile).get("min_coverage", 0.35))
+    min_cov = float(load_profile(ctx.domain_profile).get("min_coverage", 0.5))
     evidence = state.get("evidence") or []
     if deps.llm is None or not evidence:
         draft, reason = compose_offline(state, min_cov)

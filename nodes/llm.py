@@ -99,6 +99,8 @@ def structured_call(
     for attempt in range(1, retries + 2):
         try:
             out = runnable.invoke(messages)
+        except AssertionError:
+            raise  # a programming or test-script error, not an endpoint failure
         except Exception as exc:  # noqa: BLE001 - any endpoint failure falls back offline
             error = f"{type(exc).__name__}: {exc}"[:300]
             logger.warning("LLM call for %s failed (attempt %d): %s", schema.__name__, attempt, error)

@@ -99,7 +99,8 @@ def normalize_for_compare(text: str) -> str:
     text = re.sub(r"(\d)\s*个自然日", r"\1天", text)
     text = re.sub(r"(\d)\s*个小时", r"\1小时", text)
     text = normalize_dates(text)
-    text = re.sub(r"(\d)\s*日", r"\1天", text)
+    text = re.sub(r"(\d)\s*日(?=内|之内|以内|后|起|无理由|价保|退|换|发货|送达|到账)", r"\1天", text)
+    text = re.sub(r"初([一二三四五六七八九十]+)", lambda m: f"初{cn_to_int(m.group(1))}", text)
     for long, short in REGION_ALIASES.items():
         text = text.replace(long, short)
     return _SPACE_RE.sub(" ", text).strip()

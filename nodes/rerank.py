@@ -1,5 +1,7 @@
-"""Rerank: order the merged evidence (the knowledge layer's rerank score when it computed one),
-keep the top k, mark conflicting chunks. The trace shows every score."""
+"""Rerank: order the merged evidence, keep the top k, mark conflicting chunks.
+
+The knowledge layer's rerank score is used when it computed one; the trace shows every score.
+"""
 
 from __future__ import annotations
 

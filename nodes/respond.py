@@ -29,7 +29,8 @@ def _reply(text: str, status: str, fail_reason: str | None = None) -> dict[str, 
 
 def capabilities_text(deps: Deps) -> str:
     """Return what the agent can do, from the tool registry (the capability boundary)."""
-    return "、".join(spec.description for spec in deps.shop.specs()) or "解答知识库中的问题"
+    labels = [spec.description.split("：")[0].split(":")[0] for spec in deps.shop.specs()]
+    return "、".join(labels) or "解答知识库中的问题"
 
 
 def refuse_request(state: State, runtime: Runtime[Context], deps: Deps) -> dict[str, Any]:

@@ -26,6 +26,7 @@ def expand_query(question: str, facts: list[str]) -> list[str]:
     Args:
         question: The customer's question.
         facts: Carried-forward facts (an elliptical follow-up merges the previous question).
+
     """
     queries = [question]
     norm = normalize_for_compare(question)

@@ -56,6 +56,7 @@ def plan_tool_call(action: dict[str, Any], question: str, order_id: str | None) 
         action: A profile action with a ``tool``.
         question: The customer's message.
         order_id: The order id from the message or the carried-forward facts.
+
     """
     name = str(action["tool"])
     args: dict[str, Any] = dict(action.get("args") or {})

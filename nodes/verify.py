@@ -21,6 +21,7 @@ from nodes.claims import (
     bigram_coverage,
     claimed_actions,
     condition_pairs,
+    content_bigrams,
     extract_facts,
     number_supported,
     parse_citations,
@@ -38,6 +39,8 @@ from nodes.schemas import VerificationResult
 logger = logging.getLogger(__name__)
 
 COVERAGE_MIN = 0.5  # share of a sentence's content bigrams that must occur in its evidence
+COVERAGE_MIN_WITH_FACTS = 0.3  # … when every number of the sentence was found in the evidence
+CLAUSE_COVERAGE_MIN = 0.3  # share for each longer clause (catches an invented condition clause)
 # Sentences the agent itself adds around facts: never claims, never checked.
 BOILERPLATE = ("当前知识库中没有找到相关信息", "转人工", "人工客服", "无法确认", "资料中没有说明",
                "以下内容无法确认", "请问", "还有什么可以帮您", "如需", "如有其他问题", "您可以稍后再试",
@@ -75,9 +78,6 @@ def _condition_ok(clause: str, units: list[str]) -> list[str]:
     for negated, verb in condition_pairs(clause):
         candidates = [u for u in units if any(v == verb for _, v in condition_pairs(u))]
         if not candidates:
-            if negated:
-                # A negated condition with no such verb in the evidence is an invented condition.
-                problems.append(("不" if negated else "") + verb)
             continue
         best = max(candidates, key=lambda u: bigram_coverage(clause, u))
         if (negated, verb) not in condition_pairs(best):
@@ -99,20 +99,62 @@ def _party_problems(clause: str, units: list[str]) -> list[str]:
     return [f"主体「{p}」与资料不符" for p in parties if in_best and p not in best]
 
 
-def check_sentence(sentence: str, evidence_texts: list[str]) -> list[str]:
+_YES_NO = re.compile(r"^(?:是的?|对|有|没有|不是|不能|不可以|可以|能|需要|不需要|不用|会|不会|支持|不支持)$")
+
+
+def mentioned_rows(sentence: str, units: list[str]) -> list[str]:
+    """Return the table rows whose first cell (the row key) the sentence mentions."""
+    rows = []
+    for unit in units:
+        if not unit.startswith("|"):
+            continue
+        key = unit.strip().strip("|").split("|")[0].strip()
+        words = re.sub(r"[\d.\-]+", " ", key)
+        fuzzy = bool(re.search(r"[\u4e00-\u9fff]{2}", words)) and bigram_coverage(words, sentence) >= 0.5
+        if key and (key in sentence or fuzzy):
+            rows.append(unit)
+    return rows
+
+
+def _row_key_score(row: str, sentence: str) -> float:
+    key = row.strip().strip("|").split("|")[0].strip()
+    return 1.0 if key in sentence else bigram_coverage(re.sub(r"[\d.\-]+", " ", key), sentence)
+
+
+def _table_number_problems(sentence: str, facts: Any, units: list[str]) -> list[str]:
+    """Flag a number that sits in the table but not in any row the sentence names."""
+    rows = mentioned_rows(normalize_for_compare(strip_citations(sentence)), units)
+    table = [u for u in units if u.startswith("|")]
+    if not rows or len(rows) == len(table):
+        return []
+    problems = []
+    for num in facts.numbers:
+        in_table = any(number_supported(num, extract_facts(r).numbers) for r in table)
+        if in_table and not any(number_supported(num, extract_facts(r).numbers) for r in rows):
+            problems.append(f"数字「{_fmt_num(num)}」属于表格中的其他行")
+    return problems
+
+
+def check_sentence(sentence: str, evidence_texts: list[str], question: str = "") -> list[str]:
     """Return the problems of one answer sentence against its evidence texts (empty = supported).
+
+    Words the customer's question itself contains (a region, a tier, a policy term) count as
+    context, not as claims the evidence must repeat.
 
     Args:
         sentence: One answer sentence (citation tags allowed).
         evidence_texts: The texts of the evidence it cites (or all evidence when it cites none).
+        question: The customer's question.
 
     """
     joined = "\n".join(evidence_texts)
-    norm_ev = normalize_for_compare(joined)
+    norm_ev = normalize_for_compare(joined) + "\n" + normalize_for_compare(question)
     ev = extract_facts(joined)
     facts = extract_facts(sentence)
     problems: list[str] = []
     for num in facts.numbers:
+        if num.unit in ("", "版", "年") and not num.high and re.search(rf"(?<!\d){num.low}(?!\d)", norm_ev):
+            continue
         if not number_supported(num, ev.numbers):
             problems.append(f"数字「{_fmt_num(num)}」不在引用资料中")
     for date in facts.dates:
@@ -123,21 +165,33 @@ def check_sentence(sentence: str, evidence_texts: list[str]) -> list[str]:
                         ("支付方式", facts.payments), ("会员等级", facts.tiers)):
         problems.extend(f"{kind}「{w}」不在引用资料中" for w in words if not _in(w, norm_ev))
     units = split_units(joined)
+    problems.extend(_table_number_problems(sentence, facts, units))
+    norm_sentence = normalize_for_compare(strip_citations(sentence))
+    rows = mentioned_rows(norm_sentence, units)
+    if rows:
+        rows = [max(rows, key=lambda r: _row_key_score(r, norm_sentence))]
     entities: list[str] = []
+    q_norm = normalize_for_compare(question)
     for clause in _CLAUSE_SPLIT_RE.split(strip_citations(sentence)):
+        if _YES_NO.match(clause.strip()):
+            continue
         cf = extract_facts(clause)
-        entities = cf.entities() or entities
+        entities = [e for e in cf.entities() if not _in(e, q_norm)] or entities
         for num in cf.numbers:
             if entities and number_supported(num, ev.numbers) and not _number_bound(entities, num, units):
                 problems.append(f"「{'、'.join(entities)}」与数字「{_fmt_num(num)}」在资料中不对应")
-        problems.extend(f"条件「{c}」与资料相反或资料未提及" for c in _condition_ok(clause, units))
+        problems.extend(f"条件「{c}」与资料相反或资料未提及" for c in _condition_ok(clause, rows or units))
         problems.extend(_party_problems(clause, units))
-    if bigram_coverage(sentence, joined) < COVERAGE_MIN:
+        if condition_pairs(clause) and len(content_bigrams(clause)) >= 6 \
+                and bigram_coverage(clause, joined) < CLAUSE_COVERAGE_MIN:
+            problems.append(f"「{clause.strip()}」不在引用资料中")
+    minimum = COVERAGE_MIN if not (facts.numbers and not problems) else COVERAGE_MIN_WITH_FACTS
+    if bigram_coverage(sentence, joined) < minimum:
         problems.append("句子内容大部分不在引用资料中")
     return problems
 
 
-def _code_claims(answer: str, ev_by_id: dict[str, dict[str, Any]],
+def _code_claims(question: str, answer: str, ev_by_id: dict[str, dict[str, Any]],
                  write_succeeded: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     claims: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
@@ -149,7 +203,7 @@ def _code_claims(answer: str, ev_by_id: dict[str, dict[str, Any]],
         problems = [f"引用的资料 {c} 不存在" for c in cited if c not in ev_by_id]
         ids = [c for c in cited if c in ev_by_id] or ([] if cited else all_ids)
         problems += [f"引用了已失效的旧版本 {c}" for c in ids if ev_by_id[c].get("superseded")]
-        problems += check_sentence(sentence, [str(ev_by_id[i].get("text", "")) for i in ids])
+        problems += check_sentence(sentence, [str(ev_by_id[i].get("text", "")) for i in ids], question)
         actions = claimed_actions(sentence)
         if actions and not write_succeeded:
             problems.append(f"声称已办理（{'、'.join(actions)}），但本轮没有成功的写操作")
@@ -188,7 +242,7 @@ def check_answer(question: str, answer: str, evidence: list[dict[str, Any]], *,
 
     """
     ev_by_id = {str(e["id"]): e for e in evidence}
-    claims, checks = _code_claims(answer, ev_by_id, write_succeeded)
+    claims, checks = _code_claims(question, answer, ev_by_id, write_succeeded)
     if llm is not None and claims:
         result, error = _llm_claims(llm, question, answer, evidence)
         checks.append({"name": "llm_claims", "ok": result is not None and result.overall == "pass",
@@ -210,4 +264,7 @@ def verify_answer(state: State, runtime: Runtime[Context], deps: Deps) -> dict[s
     llm = deps.llm if ctx.llm_verify and state.get("route") != "chitchat" else None
     verification = check_answer(state.get("question", ""), state.get("draft", ""),
                                 state.get("evidence") or [], llm=llm, write_succeeded=write_ok)
-    return {"verification": verification}
+    update: dict[str, Any] = {"verification": verification}
+    if verification["overall"] == "fail" and (state.get("reflections") or 0) >= ctx.max_reflections:
+        update.update(status="handoff", fail_reason="reflection_exhausted")
+    return update

@@ -238,7 +238,7 @@ ORDERS: list[dict[str, Any]] = [
            shipping_fee=8.0, pay_method="余额", paid_at="2026-11-27 18:31:00", shipping_region="四川"),
     # --- u1005 陈静 (新疆, 普通会员) ---
     _order("SO2026102800501", "u1005", "2026-10-28 11:25:52", "已签收", [_item("P7001", 1)],
-           shipping_fee=15.0, pay_method="支付宝", paid_at="2026-10-28 11:26:30", shipping_region="新疆",
+           shipping_fee=20.0, pay_method="支付宝", paid_at="2026-10-28 11:26:30", shipping_region="新疆",
            signed_at="2026-11-05 16:12:00"),
     _order("SO2026111700502", "u1005", "2026-11-17 16:48:05", "已签收", [_item("P3003", 1)],
            pay_method="信用卡", paid_at="2026-11-17 16:49:00", shipping_region="新疆",
@@ -246,7 +246,7 @@ ORDERS: list[dict[str, Any]] = [
     _order("SO2026112400503", "u1005", "2026-11-24 10:34:56", "已发货", [_item("P2004", 1)],
            pay_method="微信支付", paid_at="2026-11-24 10:35:40", shipping_region="新疆"),
     _order("SO2026112500504", "u1005", "2026-11-25 07:50:00", "已退款", [_item("P4003", 2)],
-           shipping_fee=15.0, pay_method="余额", paid_at="2026-11-25 07:51:10", shipping_region="新疆",
+           shipping_fee=20.0, pay_method="余额", paid_at="2026-11-25 07:51:10", shipping_region="新疆",
            cancelled_at="2026-11-25 09:05:00", refund_status="已退款"),
     _order("SO2026112800505", "u1005", "2026-11-28 21:05:15", "待发货", [_item("P5002", 1), _item("P5001", 1)],
            discount=30.0, pay_method="花呗", paid_at="2026-11-28 21:06:00", shipping_region="新疆"),

@@ -9,6 +9,7 @@ after-sales ticket really lands in the server's shop database).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import socket
@@ -52,6 +53,27 @@ def wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     raise AssertionError(f"langgraph dev not up after {START_TIMEOUT}s:\n{log.read_text()[-4000:]}")
 
 
+def repo_config_in(folder: Path) -> Path:
+    """Copy the repo's langgraph.json with its paths made absolute into ``folder``.
+
+    ``langgraph dev`` resolves graph paths and keeps its state (``.langgraph_api/``) relative to
+    its working directory; running it in a tmp folder keeps the repository clean.
+    """
+    from langgraph_cli.config import validate_config_file
+
+    source = REPO_ROOT / "langgraph.json"
+    config = validate_config_file(source)
+    raw = json.loads(source.read_text(encoding="utf-8"))
+    assert raw["graphs"] == {"csagent": "./graph/__init__.py:graph"}
+    assert config["python_version"] == "3.11"
+    raw["graphs"] = {name: str(REPO_ROOT / spec) for name, spec in raw["graphs"].items()}
+    raw["dependencies"] = [str(REPO_ROOT / dep) for dep in raw["dependencies"]]
+    raw.pop("env", None)  # the test passes its environment explicitly
+    target = folder / "langgraph.json"
+    target.write_text(json.dumps(raw), encoding="utf-8")
+    return target
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     from knowledge.ingest import ingest_paths
@@ -64,6 +86,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     data_dir = root / "data"
     ingest_paths([kb], data_dir / "index", progress=False)
 
+    config = repo_config_in(root)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CSAGENT_")}
     env.update({
@@ -78,7 +101,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [str(langgraph), "dev", "--port", str(port), "--no-browser", "--no-reload",
-             "--config", str(REPO_ROOT / "langgraph.json")],
+             "--config", str(config)],
             cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"

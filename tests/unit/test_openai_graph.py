@@ -1,0 +1,203 @@
+"""Whole-graph turns with the LLM behind a real OpenAI-compatible HTTP server (tests.fake_openai).
+
+The fake server answers each structured LLM step of the graph by schema name (boundary,
+rewrite, generation, verification); generation copies a sentence from the evidence the graph
+put in the prompt, or fabricates one when a test wants the verifier to catch it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from csagent.api import CSAgent, TurnResult
+from csagent.config import Settings
+from csagent.llm import build_chat_model
+from csagent.runtime import build_deps
+from tests.fake_openai import (
+    Fail,
+    FakeOpenAIServer,
+    Item,
+    Reply,
+    Slow,
+    dead_url,
+    request_text,
+    schema_name,
+    structured,
+)
+from tests.unit.test_api_agent import POLICY_Q, mini_kb_settings
+
+EVIDENCE_RE = re.compile(r'<evidence id="([^"]+)"[^>]*>\n(.*?)\n</evidence>', re.S)
+FAKE_CLAIM = "退货运费由商城全额承担，另补贴{n}元"
+
+
+def last_user_text(request: dict[str, Any]) -> str:
+    users = [m for m in request.get("messages", []) if m.get("role") == "user"]
+    return str(users[-1]["content"]) if users else ""
+
+
+def evidence_blocks(request: dict[str, Any]) -> list[tuple[str, str]]:
+    return EVIDENCE_RE.findall(last_user_text(request))
+
+
+def supported_sentence(request: dict[str, Any]) -> tuple[str, str]:
+    """Return (evidence id, a sentence of it) about return shipping paid by the buyer."""
+    for eid, text in evidence_blocks(request):
+        for sentence in re.split(r"[。；\n]", text):
+            if "运费" in sentence and "买家承担" in sentence and "|" not in sentence:
+                return eid, sentence.strip(" -*")
+    raise AssertionError("the prompt carries no evidence about return shipping")
+
+
+def unused_number(request: dict[str, Any]) -> int:
+    text = last_user_text(request)
+    return next(n for n in range(37, 999) if str(n) not in text)
+
+
+class ShopLLM:
+    """Answers the graph's structured LLM calls by schema; ``fabricate`` = first answers invented."""
+
+    def __init__(self, *, fabricate: int = 0):
+        self.fabricate = fabricate
+        self.answers: list[str] = []
+
+    def __call__(self, request: dict[str, Any]) -> Item:
+        name = schema_name(request)
+        if name == "BoundaryDecision":
+            return structured(request, {"route": "answer", "domain": "after_sales",
+                                        "intent": "knowledge", "confidence": 0.97,
+                                        "reason": "退货运费政策"})
+        if name == "RewrittenQueries":
+            return structured(request, {"queries": ["7天无理由退货 退货运费 买家承担"]})
+        if name == "GeneratedAnswer":
+            eid, sentence = supported_sentence(request)
+            if self.fabricate > 0:
+                self.fabricate -= 1
+                sentence = FAKE_CLAIM.format(n=unused_number(request))
+            answer = f"{sentence}【来源:{eid}】。"
+            self.answers.append(answer)
+            return structured(request, {"answer": answer, "cannot_answer": False})
+        if name == "VerificationResult":
+            return structured(request, {"claims": [], "overall": "pass"})
+        raise AssertionError(f"unexpected LLM request for schema {name!r}")
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    return mini_kb_settings(tmp_path_factory.mktemp("openai-graph"))
+
+
+def agent_for(settings: Settings, url: str, tmp: Path, **llm: Any) -> CSAgent:
+    llm_settings = settings.with_overrides(llm_base_url=url, llm_model="qwen-test",
+                                           llm_timeout=llm.pop("timeout", 5.0),
+                                           llm_max_retries=llm.pop("max_retries", 0))
+    deps = dataclasses.replace(build_deps(settings), llm=build_chat_model(llm_settings))
+    return CSAgent(settings.with_overrides(data_dir=tmp), deps=deps, checkpointer=InMemorySaver())
+
+
+def state_of(agent: CSAgent, result: TurnResult) -> dict[str, Any]:
+    return dict(agent.graph.get_state({"configurable": {"thread_id": result.thread_id}}).values)
+
+
+def requests_for(server: FakeOpenAIServer, name: str) -> list[dict[str, Any]]:
+    return [r for r in server.requests if schema_name(r) == name]
+
+
+def test_cited_answer_through_the_llm_path(settings: Settings, tmp_path: Path):
+    llm = ShopLLM()
+    with FakeOpenAIServer(llm) as server, agent_for(settings, server.url, tmp_path) as agent:
+        result = agent.ask(POLICY_Q, user_id="u1001", thread_id="llm-ok")
+        assert server.errors == []
+    assert result.status == "answered", result
+    assert result.answer == llm.answers[-1]  # the LLM's answer, not the extractive one
+    assert re.search(r"【来源:returns-7day#[0-9a-f]{8}】", result.answer)
+    assert [c["id"] for c in result.citations] == re.findall(r"【来源:([^】]+)】", result.answer)
+    assert state_of(agent, result).get("llm_error") is None
+    generate = requests_for(server, "GeneratedAnswer")
+    assert len(generate) == 1 and generate[0]["temperature"] == 0.0
+    assert generate[0]["logprobs"] is True
+    assert generate[0]["response_format"]["type"] == "json_schema"
+    assert requests_for(server, "VerificationResult"), "high-risk policy answers are LLM-verified"
+
+
+def test_fabricated_number_is_caught_and_reflection_fixes_it(settings: Settings, tmp_path: Path):
+    llm = ShopLLM(fabricate=1)
+    with FakeOpenAIServer(llm) as server, agent_for(settings, server.url, tmp_path) as agent:
+        result = agent.ask(POLICY_Q, user_id="u1001", thread_id="llm-fab")
+        assert server.errors == []
+    generate = requests_for(server, "GeneratedAnswer")
+    assert len(generate) == 2
+    fabricated = llm.answers[0]
+    assert "上一版回答中以下内容没有资料支持" in last_user_text(generate[1])
+    assert "补贴" in last_user_text(generate[1])  # the unsupported claim went back as feedback
+    assert result.status == "answered", result
+    assert result.answer == llm.answers[1] and "补贴" not in result.answer
+    assert fabricated not in result.answer
+    assert state_of(agent, result)["reflections"] == 1
+
+
+def test_two_fabricated_rounds_end_in_handoff(settings: Settings, tmp_path: Path):
+    llm = ShopLLM(fabricate=10)
+    with FakeOpenAIServer(llm) as server, agent_for(settings, server.url, tmp_path) as agent:
+        result = agent.ask(POLICY_Q, user_id="u1001", thread_id="llm-fab2")
+    assert len(requests_for(server, "GeneratedAnswer")) == 3  # first try + two reflections
+    assert result.status == "handoff", result
+    assert result.fail_reason == "reflection_exhausted"
+    assert "补贴" not in result.answer  # an unsupported claim never reaches the customer
+
+
+def broken_generation(request: dict[str, Any]) -> Item:
+    if schema_name(request) == "GeneratedAnswer":
+        return Reply(content='{"answer": "7天无理由退货运费由买家承担【来源:')  # cut off
+    return ShopLLM()(request)
+
+
+def test_broken_json_is_retried_then_the_offline_path_answers(settings: Settings, tmp_path: Path):
+    with FakeOpenAIServer(broken_generation) as server, \
+            agent_for(settings, server.url, tmp_path) as agent:
+        result = agent.ask(POLICY_Q, user_id="u1001", thread_id="llm-broken")
+    assert len(requests_for(server, "GeneratedAnswer")) == 2  # bounded: one retry
+    assert result.status == "answered", result
+    assert "【来源:returns-7day#" in result.answer  # the extractive offline answer, cited
+    assert str(state_of(agent, result)["llm_error"]).startswith("generate:")
+
+
+def test_dead_endpoint_never_crashes_a_turn(settings: Settings, tmp_path: Path):
+    with agent_for(settings, dead_url(), tmp_path, max_retries=1) as agent:
+        result = agent.ask(POLICY_Q, user_id="u1001", thread_id="llm-dead")
+        refund = agent.ask("我头疼吃什么药", user_id="u1001", thread_id="llm-dead-2")
+    assert result.status in ("answered", "handoff"), result
+    if result.status == "answered":
+        assert "【来源:returns-7day#" in result.answer
+    assert "Connection" in str(state_of(agent, result)["llm_error"])
+    assert refund.status == "refused"  # rules need no LLM
+
+
+def test_server_errors_and_timeouts_fall_back_with_the_reason(settings: Settings, tmp_path: Path):
+    def flaky(request: dict[str, Any]) -> Item:
+        if schema_name(request) == "GeneratedAnswer":
+            return Slow(1.5, Reply(content="{}"))
+        return Fail(503, "model overloaded")
+
+    with FakeOpenAIServer(flaky) as server, \
+            agent_for(settings, server.url, tmp_path, timeout=0.4) as agent:
+        result = agent.ask(POLICY_Q, user_id="u1001", thread_id="llm-flaky")
+    assert result.status in ("answered", "handoff"), result
+    assert result.status != "answered" or "【来源:" in result.answer
+    assert "Timeout" in str(state_of(agent, result)["llm_error"])
+    assert len(requests_for(server, "GeneratedAnswer")) == 2
+
+
+def test_endpoint_without_logprobs_support_still_answers(settings: Settings, tmp_path: Path):
+    with FakeOpenAIServer(ShopLLM(), reject_logprobs=True) as server, \
+            agent_for(settings, server.url, tmp_path) as agent:
+        result = agent.ask(POLICY_Q, user_id="u1001", thread_id="llm-nolp")
+        assert server.errors == []
+    assert result.status == "answered" and state_of(agent, result).get("llm_error") is None
+    assert server.requests[0].get("logprobs") is True
+    assert all(r.get("logprobs") is None for r in server.requests[1:])
