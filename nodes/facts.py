@@ -17,6 +17,14 @@ from nodes.risk import find_order_id
 
 _ELLIPTICAL_RE = re.compile(r"^(那|那么|还有|如果|要是|换成|改成)|[呢吧]\s*[？?]?$")
 _KIND_LABELS = {"order_id": "订单号", "region": "地区", "payment": "支付方式", "tier": "会员等级"}
+# A carried fact bears on a question that mentions one of these (or on any elliptical follow-up).
+_RELEVANT_WHEN: dict[str, tuple[str, ...]] = {
+    "order_id": ("订单", "物流", "快递", "到哪", "发货", "退", "换", "取消", "售后", "它", "这个", "那个",
+                 "这单", "那单", "吧"),
+    "region": ("配送", "几天", "多久", "运费", "包邮", "送达", "到货", "能到", "时效", "快递", "邮费"),
+    "payment": ("退款", "到账", "支付", "付款", "退钱", "分期"),
+    "tier": ("会员", "运费", "包邮", "价保", "积分", "权益", "邮费", "优惠"),
+}
 
 
 def message_text(message: AnyMessage) -> str:
@@ -72,9 +80,11 @@ def relevant_facts(question: str, known: list[dict[str, str]], history: list[Any
     latest: dict[str, dict[str, str]] = {}
     for fact in known:
         latest[fact["kind"]] = fact
+    elliptical = is_elliptical(question)
     out = [f"{_KIND_LABELS.get(k, k)}：{f['value']}（{'客户陈述' if f['source'] == 'user' else '工具核实'}）"
-           for k, f in latest.items() if k not in stated]
-    if is_elliptical(question):
+           for k, f in latest.items() if k not in stated
+           and (elliptical or any(w in question for w in _RELEVANT_WHEN.get(k, ())))]
+    if elliptical:
         previous = [message_text(m) for m in history if isinstance(m, HumanMessage)]
         if previous:
             out.append(f"上一个问题：{previous[-1]}")

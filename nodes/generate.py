@@ -93,6 +93,7 @@ def select_sentences(question: str, queries: list[str], evidence: list[dict[str,
 
     """
     weights = query_terms(question, queries)
+    own = query_terms(question, [])
     scored: list[tuple[float, str, str]] = []
     best_chunk = 0.0
     current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
@@ -100,7 +101,7 @@ def select_sentences(question: str, queries: list[str], evidence: list[dict[str,
         whole = normalize_text(f"{item.get('title', '')} {' '.join(item.get('heading_path') or [])} "
                                f"{item.get('text', '')}")
         chunk_cov = term_coverage(weights, whole)
-        best_chunk = max(best_chunk, chunk_cov)
+        best_chunk = max(best_chunk, chunk_cov, term_coverage(own, whole))
         for unit in sentence_units(item.get("text", "")):
             plain = strip_citations(unit).strip(_TERMINATORS)
             if plain in dropped:

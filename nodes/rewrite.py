@@ -21,26 +21,26 @@ MAX_QUERIES = 3
 
 
 def expand_query(question: str, facts: list[str]) -> list[str]:
-    """Return offline queries: the question, a normalised + policy-term expansion, a follow-up merge.
+    """Return offline queries: the question, then one normalised + expanded query (if different).
+
+    The expansion adds policy terms for colloquial wording, the relevant carried facts
+    (region, payment method, tier) and, for an elliptical follow-up, the previous question.
 
     Args:
         question: The customer's question.
-        facts: Carried-forward facts (an elliptical follow-up merges the previous question).
+        facts: Carried-forward facts (see ``nodes.facts.relevant_facts``).
 
     """
-    queries = [question]
     norm = normalize_for_compare(question)
     terms = [t for key, expansion in COLLOQUIAL_EXPANSIONS.items() if key in norm for t in expansion]
-    previous = fact_value(facts, "上一个问题")
-    if previous:
-        queries.append(f"{previous} {norm}")
     for label in ("会员等级", "地区", "支付方式"):
         value = fact_value(facts, label)
-        if value and value not in norm and previous is None:
+        if value and value not in norm:
             terms.append(value)
-    if terms or norm != question:
-        queries.append(" ".join([norm, *dict.fromkeys(terms)]))
-    return list(dict.fromkeys(q for q in queries if q.strip()))[:MAX_QUERIES]
+    previous = fact_value(facts, "上一个问题")
+    parts = [previous or "", norm, *dict.fromkeys(t for t in terms if t not in norm)]
+    expanded = " ".join(p for p in parts if p).strip()
+    return [question] if expanded == question else [question, expanded]
 
 
 def rewrite_query(state: State, runtime: Runtime[Context], deps: Deps) -> dict[str, Any]:

@@ -32,12 +32,17 @@ def is_how_to(question: str, markers: list[str]) -> bool:
 
 
 def detect_action(question: str, profile: dict[str, Any]) -> dict[str, Any] | None:
-    """Return the profile action the customer asks for (longest keyword wins), or None."""
-    best: tuple[int, dict[str, Any]] | None = None
+    """Return the profile action the customer asks for, or None.
+
+    The highest ``priority`` wins (writes and missing capabilities over lookups), then the
+    longest matching keyword.
+    """
+    best: tuple[tuple[int, int], dict[str, Any]] | None = None
     for action in profile.get("actions", []):
         for kw in action.get("keywords", []):
-            if kw in question and (best is None or len(kw) > best[0]):
-                best = (len(kw), action)
+            rank = (int(action.get("priority", 0)), len(kw))
+            if kw in question and (best is None or rank > best[0]):
+                best = (rank, action)
     return best[1] if best else None
 
 

@@ -24,6 +24,9 @@ def start_turn(state: State) -> dict[str, Any]:
     question = message_text(humans[-1]).strip()
     history = messages[: messages.index(humans[-1])]
     known = list(state.get("known_facts") or [])
+    for message in history:  # the customer's own earlier words (never the assistant's)
+        if isinstance(message, HumanMessage):
+            known = merge_facts(known, user_stated_facts(message_text(message)))
     facts = relevant_facts(question, known, history)
     return {
         "question": question, "facts": facts,

@@ -227,3 +227,37 @@ def _clean_env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if not k.startswith("CSAGENT_")}
+
+
+def test_concurrent_turns_share_one_sqlite_checkpointer(settings: Settings, tmp_path: Path):
+    import asyncio
+
+    local = settings.with_overrides(data_dir=tmp_path, index_dir=settings.resolved_index_dir)
+
+    async def many(agent: CSAgent) -> list[TurnResult]:
+        return await asyncio.gather(*(agent.aask(POLICY_Q, user_id="u1001", thread_id=f"c{i}")
+                                      for i in range(4)))
+
+    with CSAgent(local, deps=build_deps(settings)) as agent:
+        results = asyncio.run(many(agent))
+    assert [r.status for r in results] == ["answered"] * 4
+    assert sorted(r.thread_id for r in results) == ["c0", "c1", "c2", "c3"]
+
+
+def test_graph_package_exports_build_graph_and_a_lazy_uncheckpointed_graph(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch):
+    import graph as graph_pkg
+    from graph.builder import build_graph
+
+    monkeypatch.setenv("CSAGENT_DATA_DIR", str(settings.data_dir))
+    monkeypatch.delenv("CSAGENT_INDEX_DIR", raising=False)
+    monkeypatch.delenv("CSAGENT_LLM_BASE_URL", raising=False)
+    monkeypatch.setattr(graph_pkg, "_COMPILED", {})
+    assert graph_pkg.build_graph is build_graph
+    compiled = graph_pkg.graph
+    assert compiled is graph_pkg.graph  # compiled once
+    assert compiled.checkpointer is None
+    out = compiled.invoke({"messages": [("user", POLICY_Q)]}, context={"user_id": "u1001"})
+    assert out["status"] == "answered" and "【来源:returns-7day#" in out["answer"]
+    with pytest.raises(AttributeError):
+        graph_pkg.no_such_name  # noqa: B018

@@ -26,7 +26,6 @@ from tests.fake_openai import (
     Reply,
     Slow,
     dead_url,
-    request_text,
     schema_name,
     structured,
 )
