@@ -37,7 +37,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
 from csagent.config import Settings
-from csagent.errors import CsagentError, LLMUnavailableError, UsageError
+from csagent.errors import LLMUnavailableError, UsageError
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -228,10 +228,14 @@ class CSAgent:
         """
         user_id, thread_id = _check_id("user_id", user_id), _check_id("thread_id", thread_id)
         self._check_owner(user_id, thread_id)
-        snapshot = self.graph.get_state({"configurable": {"thread_id": thread_id}})
-        if not snapshot.interrupts:
+        try:
+            snapshot = self.graph.get_state({"configurable": {"thread_id": thread_id}})
+        except Exception as exc:  # noqa: BLE001 - a broken store: the run reports it as a handoff
+            logger.error("cannot read thread %s: %s", thread_id, exc)
+            snapshot = None
+        if snapshot is not None and not snapshot.interrupts:
             raise UsageError(f"thread {thread_id!r} is not waiting for a confirmation or reply")
-        question = str(snapshot.values.get("question") or "")
+        question = str(snapshot.values.get("question") or "") if snapshot is not None else ""
         return self._run(Command(resume=value), question=question, user_id=user_id,
                          thread_id=thread_id, resumed=value)
 
@@ -325,8 +329,6 @@ class CSAgent:
                     latency[node] = round(latency.get(node, 0.0) + elapsed, 3)
                     updates.append((node, dict(update or {}), round(elapsed, 3)))
                     elapsed = 0.0  # nodes finishing in the same step share the step's time
-        except CsagentError as exc:  # raised deliberately by a node: still never crash the turn
-            error = exc
         except Exception as exc:  # noqa: BLE001 - nothing may crash in front of a customer
             error = exc
         values = self._values(thread_id)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import random
 import resource
 import shutil
@@ -58,6 +59,12 @@ DATASET = REPO_ROOT / "eval" / "datasets" / "retrieval_dev.jsonl"
 ALPHAS = [round(0.1 * i, 1) for i in range(11)]
 BETAS = [0.1, 0.25, 0.5, 1.0]
 KS = (1, 5, 10)
+
+
+def cpu_seconds() -> float:
+    """Return this process's user + system CPU time in seconds."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return float(usage.ru_utime + usage.ru_stime)
 
 
 def rss_peak_mb() -> float:
@@ -196,9 +203,12 @@ def bench_ingest(kb: Path, work: Path, config: KnowledgeConfig) -> dict[str, Any
     """Time a cold ingest, a no-change re-ingest and a warm-cache reset ingest."""
     index_dir = work / "index"
     shutil.rmtree(index_dir, ignore_errors=True)
+    load_before = os.getloadavg()[0]
+    cpu0 = cpu_seconds()
     t0 = time.perf_counter()
     cold = ingest_paths([kb], index_dir, config=config, progress=sys.stderr.isatty())
     cold_s = time.perf_counter() - t0
+    cold_cpu = cpu_seconds() - cpu0
     t0 = time.perf_counter()
     again = ingest_paths([kb], index_dir, config=config, progress=False)
     again_s = time.perf_counter() - t0
@@ -213,6 +223,8 @@ def bench_ingest(kb: Path, work: Path, config: KnowledgeConfig) -> dict[str, Any
         "passage_chars": PASSAGE_CHARS,
         "cold_seconds": round(cold_s, 2),
         "cold_chunks_per_s": round(cold.chunks / cold_s, 2) if cold_s else None,
+        "cold_cpu_seconds": round(cold_cpu, 2),
+        "load_average_before": round(load_before, 2),
         "no_change_seconds": round(again_s, 3),
         "no_change_embedded": again.chunks_embedded,
         "reset_warm_cache_seconds": round(warm_s, 2),
@@ -344,20 +356,22 @@ def write_report(out: Path, results: dict[str, Any]) -> None:
     lines += ["", results["rerank_verdict"], ""]
     lines += ["## Latency (hybrid search, k=5, recall_k=30; milliseconds)", "",
               "| chunks | encode p50/p95 | bm25 p50/p95 | dense p50/p95 | fusion p50/p95 | "
-              "total p50/p95 | lexical rerank p50/p95 | build s | peak RSS MiB |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "total p50/p95 | lexical rerank p50/p95 | build s | peak RSS MiB | load avg |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for row in results["latency"]:
         p, r = row["plain"], row["reranked"]
         lines.append(
             f"| {row['n']} | {p['encode']['p50']}/{p['encode']['p95']} | {p['bm25']['p50']}/{p['bm25']['p95']} | "
             f"{p['dense']['p50']}/{p['dense']['p95']} | {p['fusion']['p50']}/{p['fusion']['p95']} | "
             f"**{p['total']['p50']}/{p['total']['p95']}** | {r['rerank']['p50']}/{r['rerank']['p95']} | "
-            f"{row['build_seconds']} | {row['peak_rss_mb']} |")
+            f"{row['build_seconds']} | {row['peak_rss_mb']} | {row.get('load_average', '')} |")
     ing = results["ingest"]
     lines += ["", "## Ingestion", "",
               f"- cold (empty index and vector cache): {ing['cold_seconds']} s for {ing['chunks']} chunks "
               f"= **{ing['cold_chunks_per_s']} chunks/s** (passages embedded from retrieval_text cut to "
-              f"{ing['passage_chars']} chars)",
+              f"{ing['passage_chars']} chars); the process used {ing['cold_cpu_seconds']} CPU-seconds "
+              f"(1-minute load average {ing['load_average_before']} on 2 cores when it started: "
+              f"other jobs shared the machine)",
               f"- no-change re-ingest: **{ing['no_change_seconds']} s** ({ing['no_change_embedded']} embedded)",
               f"- `--reset` with a warm vector cache: {ing['reset_warm_cache_seconds']} s "
               f"({ing['reset_warm_cache_embedded']} embedded)",
@@ -482,10 +496,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         t0 = time.perf_counter()
         big = synthetic_index(index, n, work)
         build = time.perf_counter() - t0
+        load = os.getloadavg()[0]
         plain = bench_latency(big, queries, None, alpha)
         reranked = bench_latency(big, queries, LexicalReranker(big.bm25, {c.chunk_id: i for i, c in enumerate(big.chunks())}, best_rr[1]), alpha)
         latency.append({"n": n, "plain": plain, "reranked": reranked,
-                        "build_seconds": round(build, 1), "peak_rss_mb": round(rss_peak_mb(), 1)})
+                        "build_seconds": round(build, 1), "peak_rss_mb": round(rss_peak_mb(), 1),
+                        "load_average": round(load, 2)})
         big.store.reset()
         shutil.rmtree(big.index_dir, ignore_errors=True)
         del big

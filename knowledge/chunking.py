@@ -1,7 +1,8 @@
 """Split documents into chunks that keep meaning whole.
 
 Order of splitting: headings first (each section under its heading path), then every Markdown
-table becomes its own chunk (large tables are split by rows, the header repeated), then text
+table becomes its own chunk (tables are split into row groups of at most ``TABLE_CHARS``
+characters of row text, the header repeated), then text
 longer than ``chunk_size`` characters is split at sentence boundaries with ``chunk_overlap``
 characters of overlap. A table chunk's ``retrieval_text`` starts with a one-line summary
 (document title, heading path, column headers, row count) followed by the rows written as
@@ -23,6 +24,9 @@ from knowledge.types import Chunk, ChunkKind
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _TABLE_SEP_RE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+# a table group's rows (as 「列名: 值」 text) stay within this many characters, so the group's
+# whole retrieval text fits the passage window the embedder sees (knowledge.embeddings)
+TABLE_CHARS = 180
 _SENTENCE_RE = re.compile(r"[^。！？!?；;\n]*(?:[。！？!?；;]+|\n|$)")
 
 
@@ -148,19 +152,32 @@ def split_text(text: str, chunk_size: int, overlap: int) -> list[str]:
     return pieces
 
 
-def _table_chunks(block: _Block, where: str, chunk_size: int) -> list[tuple[str, str]]:
-    """Return (text, retrieval_text) pairs for one table, split by rows if it is large."""
+def _table_chunks(
+    block: _Block, where: str, chunk_size: int, table_chars: int
+) -> list[tuple[str, str]]:
+    """Return (text, retrieval_text) pairs for one table, split into row groups.
+
+    A group ends when its Markdown would pass ``chunk_size`` or its 「列名: 值」 rows would pass
+    ``table_chars`` (so the whole group fits the embedder's passage window); every group repeats
+    the header.
+    """
     header = _split_row(block.lines[0])
-    rows = [_split_row(line) for line in block.lines[2:]]
     head_md = block.lines[:2]
+    head_size = sum(len(x) + 1 for x in head_md)
+    facts = []
+    for line in block.lines[2:]:
+        pairs = [f"{h}: {c}" for h, c in zip(header, _split_row(line), strict=False) if c]
+        facts.append("；".join(pairs) + "。")
     groups: list[list[int]] = [[]]
-    size = sum(len(x) for x in head_md)
+    md_size, fact_size = head_size, 0
     for idx, line in enumerate(block.lines[2:]):
-        if groups[-1] and size + len(line) > chunk_size:
+        if groups[-1] and (md_size + len(line) > chunk_size
+                           or fact_size + len(facts[idx]) > table_chars):
             groups.append([])
-            size = sum(len(x) for x in head_md)
+            md_size, fact_size = head_size, 0
         groups[-1].append(idx)
-        size += len(line) + 1
+        md_size += len(line) + 1
+        fact_size += len(facts[idx]) + 1
     out = []
     for n, group in enumerate(groups, start=1):
         text = "\n".join(head_md + [block.lines[2 + i] for i in group])
@@ -168,22 +185,24 @@ def _table_chunks(block: _Block, where: str, chunk_size: int) -> list[tuple[str,
         summary = (
             f"表格：{where}{part}，列：{'、'.join(h for h in header if h)}，共{len(group)}行。"
         )
-        facts = []
-        for i in group:
-            cells = rows[i]
-            pairs = [f"{h}: {c}" for h, c in zip(header, cells, strict=False) if c]
-            facts.append("；".join(pairs) + "。")
-        out.append((text, summary + "\n" + "\n".join(facts)))
+        out.append((text, summary + "\n" + "\n".join(facts[i] for i in group)))
     return out
 
 
-def chunk_document(doc: Document, *, chunk_size: int = 512, chunk_overlap: int = 64) -> list[Chunk]:
+def chunk_document(
+    doc: Document,
+    *,
+    chunk_size: int = 512,
+    chunk_overlap: int = 64,
+    table_chars: int = TABLE_CHARS,
+) -> list[Chunk]:
     """Split ``doc`` into chunks (headings → tables → size with overlap).
 
     Args:
         doc: the loaded document.
         chunk_size: maximum characters of a text chunk (tables: of each row group).
         chunk_overlap: overlap in characters between consecutive pieces of a long section.
+        table_chars: maximum characters of a table group's 「列名: 值」 rows (see module doc).
 
     Returns:
         The chunks in document order, with stable ids and duplicate texts dropped.
@@ -202,7 +221,7 @@ def chunk_document(doc: Document, *, chunk_size: int = 512, chunk_overlap: int =
         else:
             where = " > ".join((doc.title, *hp))
         if block.kind == "table":
-            pairs = _table_chunks(block, where, chunk_size)
+            pairs = _table_chunks(block, where, chunk_size, table_chars)
         else:
             body = "\n".join(block.lines).strip()
             pairs = [(piece, f"{where}\n{piece}") for piece in split_text(body, chunk_size, chunk_overlap)]

@@ -39,7 +39,7 @@ from knowledge.vector import ChromaStore
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 3
 MANIFEST = "manifest.json"
 CHUNKS = "chunks.jsonl"
 TOKENS = "tokens.json"

@@ -24,7 +24,7 @@ import numpy as np
 
 from csagent.errors import UsageError
 from knowledge.bm25 import BM25Index
-from knowledge.chunking import chunk_document
+from knowledge.chunking import TABLE_CHARS, chunk_document
 from knowledge.config import KnowledgeConfig
 from knowledge.embeddings import (
     PASSAGE_CHARS,
@@ -45,7 +45,7 @@ from knowledge.index import (
     read_manifest,
 )
 from knowledge.loaders import Document, Skipped, load_documents
-from knowledge.normalize import configure_jieba, tokenize
+from knowledge.normalize import bm25_terms, configure_jieba
 from knowledge.types import Chunk
 from knowledge.vector import ChromaStore
 
@@ -100,6 +100,7 @@ def _settings_key(config: KnowledgeConfig) -> dict[str, Any]:
         "chunk_size": config.chunk_size,
         "chunk_overlap": config.chunk_overlap,
         "passage_chars": PASSAGE_CHARS,
+        "table_chars": TABLE_CHARS,
     }
 
 
@@ -288,7 +289,7 @@ def ingest_paths(
                 pos = old_pos.get(c.chunk_id)
                 same = pos is not None and old_chunks[pos].retrieval_text == c.retrieval_text
                 chunks.append(c)
-                tokens.append(old_tokens[pos] if same and pos is not None else tokenize(c.retrieval_text))
+                tokens.append(old_tokens[pos] if same and pos is not None else bm25_terms(c.retrieval_text))
                 vec_rows.append(old_vectors[pos] if same and pos is not None else None)
                 if not same:
                     to_embed.append(len(chunks) - 1)

@@ -188,7 +188,30 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+_CJK_RUN_RE = re.compile(r"[\u4e00-\u9fff]{2,}")
+
+
+def cjk_bigrams(text: str) -> list[str]:
+    """Return the overlapping Chinese character bigrams of the normalised text."""
+    out: list[str] = []
+    for run in _CJK_RUN_RE.findall(normalize_text(text)):
+        out.extend(run[i:i + 2] for i in range(len(run) - 1))
+    return out
+
+
+def bm25_terms(text: str) -> list[str]:
+    """Return the BM25 terms of ``text``: jieba tokens plus Chinese character bigrams.
+
+    Bigrams let colloquial spellings meet policy wording when jieba segments them differently
+    (「退钱」 vs 「退款」 share nothing, but 「内裤拆开」 and 「拆封」 or 「几天到」 and 「到账」
+    share bigrams); on the dev set they raise BM25 chunk MRR@10 by about 5 points (see the
+    retrieval benchmark report). A bigram equal to a two-character jieba word simply adds to
+    that word's term frequency (measured slightly better than keeping them apart).
+    """
+    return tokenize(text) + cjk_bigrams(text)
+
+
 @lru_cache(maxsize=4096)
 def tokenize_query(text: str) -> tuple[str, ...]:
-    """Return :func:`tokenize` of a query, cached (queries repeat in chat and in benchmarks)."""
-    return tuple(tokenize(text))
+    """Return :func:`bm25_terms` of a query, cached (queries repeat in chat and benchmarks)."""
+    return tuple(bm25_terms(text))

@@ -54,7 +54,7 @@ NEGATIONS: tuple[str, ...] = ("不需要", "无需", "不必", "不可以", "不
                               "不予", "不会", "没有", "未", "不", "非", "无", "免")
 # Phrases that claim a write action was performed (only allowed after a successful write tool).
 CLAIMED_ACTION_PATTERNS: tuple[str, ...] = (
-    r"已(?:经)?(?:为|帮|替|给)您",
+    r"已(?:经)?(?:为|帮|替|给)(?:您|你|订单)",
     r"(?:我|我们|系统|客服)(?:这边)?已(?:经)?(?:为|帮)?(?:您)?(?:办理|修改|更改|退款|取消|提交|申请|处理|安排|补发|登记|备注|加急|改)",
     r"已(?:经)?(?:成功)?(?:办理|修改|更改|提交|申请|安排|补发|登记|加急|改好)",
 )

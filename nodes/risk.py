@@ -13,7 +13,7 @@ from nodes.normalize import full_to_half
 
 ORDER_ID_RE = re.compile(r"(?<![A-Za-z0-9])(SO\d{6,})(?!\d)", re.I)
 _PRICE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:元|块)?\s*(?:以内|以下|之内|左右)|预算\s*(\d+(?:\.\d+)?)")
-_EXPLICIT_REQUEST = ("帮我", "我要", "给我", "请帮", "麻烦帮", "替我", "想要", "申请", "直接")
+_EXPLICIT_REQUEST = ("帮我", "我要", "给我", "请帮", "麻烦帮", "替我", "想要", "直接")
 YES_WORDS = frozenset({"yes", "y", "ok", "确认", "确定", "是", "是的", "好", "好的", "对", "对的",
                        "同意", "可以", "没问题", "确认办理", "确认提交", "嗯", "行"})
 

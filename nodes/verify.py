@@ -195,7 +195,7 @@ def _code_claims(question: str, answer: str, ev_by_id: dict[str, dict[str, Any]]
                  write_succeeded: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     claims: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
-    all_ids = list(ev_by_id)
+    all_ids = [i for i, e in ev_by_id.items() if not e.get("superseded")]
     for sentence in split_sentences(answer):
         if _is_boilerplate(sentence):
             continue

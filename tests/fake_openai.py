@@ -75,16 +75,40 @@ Responder = Callable[[dict[str, Any]], Item | None]
 
 
 def schema_name(request: dict[str, Any]) -> str | None:
-    """Return the structured-output schema a request asks for (json_schema name or forced tool)."""
+    """Return the structured-output schema a request asks for.
+
+    That is the json_schema name, the forced tool's name, or for ``json_object`` requests the
+    title of a JSON schema stated on its own line in a system message.
+    """
     fmt = request.get("response_format") or {}
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         return str((fmt.get("json_schema") or {}).get("name") or "") or None
+    if isinstance(fmt, dict) and fmt.get("type") == "json_object":
+        return _schema_in_prompt(request)
     choice = request.get("tool_choice")
     if isinstance(choice, dict):
         return str((choice.get("function") or {}).get("name") or "") or None
     tools = request.get("tools") or []
     if choice in ("required", "any") and len(tools) == 1:
         return str(tools[0]["function"]["name"])
+    return None
+
+
+def _schema_in_prompt(request: dict[str, Any]) -> str | None:
+    """Return the title of a JSON schema written on its own line in a system message."""
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if message.get("role") != "system" or not isinstance(content, str):
+            continue
+        for line in content.splitlines():
+            if not line.startswith("{"):
+                continue
+            try:
+                schema = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(schema, dict) and "properties" in schema and schema.get("title"):
+                return str(schema["title"])
     return None
 
 
@@ -206,11 +230,15 @@ class FakeOpenAIServer:
         responder: Optional callable ``request -> item | None`` consulted when the script is empty.
         reject_logprobs: Answer 400 (``param: logprobs``) to any request that asks for logprobs,
             like servers that do not support them.
+        reject_json_schema: Answer 400 (``param: response_format``) to ``json_schema`` response
+            formats, like servers that only know ``json_object`` (DeepSeek's message).
     """
 
-    def __init__(self, responder: Responder | None = None, *, reject_logprobs: bool = False):
+    def __init__(self, responder: Responder | None = None, *, reject_logprobs: bool = False,
+                 reject_json_schema: bool = False):
         self.responder = responder
         self.reject_logprobs = reject_logprobs
+        self.reject_json_schema = reject_json_schema
         self.requests: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self._script: list[Item] = []
@@ -309,6 +337,11 @@ class FakeOpenAIServer:
         if self.reject_logprobs and request.get("logprobs"):
             self._send_error(handler, Fail(400, "logprobs are not supported by this server",
                                            param="logprobs"))
+            return
+        fmt = request.get("response_format")
+        if self.reject_json_schema and isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+            self._send_error(handler, Fail(400, "This response_format type is unavailable now",
+                                           param="response_format"))
             return
         item = self._next(request)
         if item is None:

@@ -36,7 +36,7 @@ class ScriptedChatModel(BaseChatModel):
     _position: int = PrivateAttr(default=0)
 
     def __init__(self, script: Sequence[ScriptItem], **kwargs: Any) -> None:
-        super().__init__(script=list(script), **kwargs)
+        super().__init__(script=list(script), **kwargs)  # type: ignore[call-arg]
 
     @property
     def _llm_type(self) -> str:
@@ -76,11 +76,11 @@ class ScriptedChatModel(BaseChatModel):
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         self._tools.extend(tools)
         return self
 
-    def with_structured_output(self, schema: Any, *, include_raw: bool = False,  # type: ignore[override]
+    def with_structured_output(self, schema: Any, *, include_raw: bool = False,
                                **kwargs: Any) -> Runnable[Any, Any]:
         def run(messages: Any) -> Any:
             raw = self.invoke(messages)
@@ -114,8 +114,8 @@ def fixture_index() -> Any:
         import shutil
         import tempfile
 
-        from knowledge.ingest import ingest_paths
         from knowledge.index import KnowledgeIndex
+        from knowledge.ingest import ingest_paths
 
         folder = tempfile.mkdtemp(prefix="csagent-fixture-index-")
         atexit.register(shutil.rmtree, folder, True)

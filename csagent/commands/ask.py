@@ -26,14 +26,14 @@ DEMO_USER = "u1001"
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options ``ask`` and ``chat`` share (index, user, thread)."""
     parser.add_argument("--index", metavar="DIR", help="knowledge index dir (default: data_dir/index)")
-    parser.add_argument("--user-id", default=DEMO_USER,
+    parser.add_argument("--user-id", default=DEMO_USER, metavar="U",
                         help=f"the authenticated customer (default: demo user {DEMO_USER})")
     parser.add_argument("--thread", metavar="T", help="conversation thread id (default: a new one)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register ``ask``'s arguments."""
-    parser.add_argument("question", nargs="?", help="the customer's message")
+    parser.add_argument("question", nargs="?", metavar="QUESTION", help="the customer's message")
     add_common_arguments(parser)
     parser.add_argument("--resume", metavar="VALUE",
                         help="answer the thread's waiting step: yes/no for a confirmation, "

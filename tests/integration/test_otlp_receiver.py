@@ -142,3 +142,62 @@ def test_subprocess_turn_exports_spans_to_loopback_receiver(receiver: _Receiver,
         assert "13912345678" not in dumped and "李娜" not in dumped
     local = json.loads((tmp_path / f"{trace_id}.jsonl").read_text(encoding="utf-8"))
     assert local["trace_id"] == trace_id and "13912345678" not in json.dumps(local, ensure_ascii=False)
+
+
+_KB_DOC = """---
+id: returns
+title: 七天无理由退货政策
+version: v1
+effective_date: 2026-01-01
+status: current
+category: 售后
+tags: 退货, 七天无理由
+---
+# 七天无理由退货政策
+
+## 运费
+7天无理由退货属于买家原因退货，寄回商品的运费由买家承担。
+"""
+
+
+def test_csagent_ask_subprocess_is_one_langfuse_trace(receiver: _Receiver, tmp_path: Path) -> None:
+    from knowledge.ingest import ingest_paths
+
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "returns.md").write_text(_KB_DOC, encoding="utf-8")
+    ingest_paths([tmp_path / "kb"], tmp_path / "data" / "index", progress=False)
+    env = dict(os.environ)
+    env.update({
+        "CSAGENT_DATA_DIR": str(tmp_path / "data"),
+        "LANGFUSE_PUBLIC_KEY": "pk-lf-local",
+        "LANGFUSE_SECRET_KEY": "sk-lf-local",
+        "LANGFUSE_HOST": f"http://127.0.0.1:{receiver.server_port}",
+        "LANGFUSE_TRACING_ENABLED": "true",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "LANGSMITH_TRACING": "false",
+    })
+    env.pop("LANGFUSE_BASE_URL", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "csagent.cli", "ask", "我是张伟，手机13812345678，七天无理由退货的运费谁承担？",
+         "--user-id", "u1001", "--thread", "otlp-thread", "--json"],
+        env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    trace_id = result["trace_id"]
+    spans = [span for _, _, request in receiver.requests for rs in request.resource_spans
+             for ss in rs.scope_spans for span in ss.spans]
+    names = {span.name for span in spans}
+    assert {"route_boundary", "retrieve_hybrid", "generate_answer", "verify_answer",
+            "csagent.turn"} <= names, names
+    for span in spans:
+        assert span.trace_id.hex() == trace_id
+        attrs = _attrs(span)
+        assert attrs.get("session.id") == "otlp-thread" and attrs.get("user.id") == "u1001"
+        dumped = json.dumps(attrs, ensure_ascii=False)
+        assert "13812345678" not in dumped and "张伟" not in dumped
+    summary = next(span for span in spans if span.name == "csagent.turn")
+    retrieval = json.loads(str(_attrs(summary)["langfuse.observation.metadata.retrieval"]))
+    assert retrieval and all(row["id"].startswith("returns#") for row in retrieval)
+    local = tmp_path / "data" / "traces" / f"{trace_id}.jsonl"
+    assert json.loads(local.read_text(encoding="utf-8"))["status"] == result["status"]

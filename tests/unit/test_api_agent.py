@@ -26,8 +26,24 @@ REFUND_Q = "订单 SO2026112000102 的耳机我不想要了，帮我申请退货
 REFUND_ORDER = "SO2026112000102"
 
 
+_BUILT: dict[str, Settings] = {}
+
+
 def mini_kb_settings(root: Path) -> Settings:
-    """Ingest two demo KB documents into ``root/data/index``; return offline settings for it."""
+    """Ingest two demo KB documents into ``root/data/index``; return offline settings for it.
+
+    The index is built once per test process (embedding is the slow part) and shared read-only:
+    later calls return settings whose ``data_dir`` is ``root/data`` and whose ``index_dir`` is
+    the first build.
+    """
+    if "index" in _BUILT:
+        return _BUILT["index"].with_overrides(data_dir=root / "data")
+    settings = _build_mini_kb(root)
+    _BUILT["index"] = settings.with_overrides(index_dir=settings.resolved_index_dir)
+    return _BUILT["index"]
+
+
+def _build_mini_kb(root: Path) -> Settings:
     from knowledge.ingest import ingest_paths
 
     kb = root / "kb"
@@ -250,7 +266,7 @@ def test_graph_package_exports_build_graph_and_a_lazy_uncheckpointed_graph(
     from graph.builder import build_graph
 
     monkeypatch.setenv("CSAGENT_DATA_DIR", str(settings.data_dir))
-    monkeypatch.delenv("CSAGENT_INDEX_DIR", raising=False)
+    monkeypatch.setenv("CSAGENT_INDEX_DIR", str(settings.resolved_index_dir))
     monkeypatch.delenv("CSAGENT_LLM_BASE_URL", raising=False)
     monkeypatch.setattr(graph_pkg, "_COMPILED", {})
     assert graph_pkg.build_graph is build_graph

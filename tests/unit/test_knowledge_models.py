@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 from knowledge.config import KnowledgeConfig
-from knowledge.embeddings import SentenceTransformerEmbedder, VectorCache, embed_passages_cached, get_embedder
+from knowledge.embeddings import (
+    SentenceTransformerEmbedder,
+    VectorCache,
+    embed_passages_cached,
+    get_embedder,
+)
 from knowledge.index import KnowledgeIndex
 from knowledge.ingest import ingest_paths
 from knowledge.rerank import CrossEncoderReranker

@@ -200,3 +200,15 @@ def test_endpoint_without_logprobs_support_still_answers(settings: Settings, tmp
     assert result.status == "answered" and state_of(agent, result).get("llm_error") is None
     assert server.requests[0].get("logprobs") is True
     assert all(r.get("logprobs") is None for r in server.requests[1:])
+
+
+def test_endpoint_with_json_object_only_still_uses_the_llm(settings: Settings, tmp_path: Path):
+    llm = ShopLLM()
+    with FakeOpenAIServer(llm, reject_json_schema=True) as server, \
+            agent_for(settings, server.url, tmp_path) as agent:
+        result = agent.ask(POLICY_Q, user_id="u1001", thread_id="llm-jsonobj")
+        assert server.errors == []
+    assert result.status == "answered" and result.answer == llm.answers[-1]
+    assert state_of(agent, result).get("llm_error") is None
+    kinds = [r["response_format"]["type"] for r in server.requests]
+    assert kinds[0] == "json_schema" and set(kinds[1:]) == {"json_object"}

@@ -116,11 +116,42 @@ def test_tool_calls_are_returned(server):
     assert reply.tool_calls[0]["args"] == {"order_id": "SO2026112500103"}
 
 
-def test_broken_json_for_structured_output_raises_for_the_caller_to_handle(server):
-    server.script(Reply(content='{"route": "ans'))
-    runnable = model_for(server.url).with_structured_output(Decision, include_raw=True)
-    with pytest.raises(ValueError):  # pydantic ValidationError: the graph's retry path handles it
-        runnable.invoke("q")
+def test_broken_json_is_a_parsing_error_with_the_raw_message(server):
+    server.script(Reply(content='{"route": "ans'), Reply(content="好的，路由是 answer"))
+    model = model_for(server.url)
+    out = model.with_structured_output(Decision, include_raw=True).invoke("q")
+    assert out["parsed"] is None and out["parsing_error"] is not None
+    assert out["raw"].content == '{"route": "ans'  # the caller can retry or fall back
+    with pytest.raises(ValueError):
+        model.with_structured_output(Decision).invoke("q")
+
+
+def test_json_in_code_fences_or_prose_is_parsed(server):
+    server.script(
+        Reply(content='```json\n{"route": "answer", "confidence": 0.7}\n```'),
+        Reply(content='好的：{"route": "refuse", "confidence": 0.9} 以上。'),
+    )
+    runnable = model_for(server.url).with_structured_output(Decision)
+    assert runnable.invoke("q") == Decision(route="answer", confidence=0.7)
+    assert runnable.invoke("q") == Decision(route="refuse", confidence=0.9)
+
+
+def test_json_schema_rejected_then_json_object_with_the_schema_in_the_prompt():
+    with FakeOpenAIServer(reject_json_schema=True) as srv:
+        srv.script(Reply(content='{"route": "refuse", "confidence": 0.88}'),
+                   Reply(content='{"route": "answer", "confidence": 0.6}'))
+        model = model_for(srv.url)
+        runnable = model.with_structured_output(Decision, include_raw=True)
+        messages = [("system", "你是路由器。"), ("user", "我头疼吃什么药")]
+        assert runnable.invoke(messages)["parsed"] == Decision(route="refuse", confidence=0.88)
+        assert runnable.invoke(messages)["parsed"] == Decision(route="answer", confidence=0.6)
+        kinds = [r["response_format"]["type"] for r in srv.requests]
+        assert kinds == ["json_schema", "json_object", "json_object"]  # remembered
+        system = srv.requests[1]["messages"][0]
+        assert system["role"] == "system" and system["content"].startswith("你是路由器。")
+        assert '"route"' in system["content"] and "JSON Schema" in system["content"]
+        assert [m["role"] for m in srv.requests[1]["messages"]] == ["system", "user"]
+        assert srv.errors == []
 
 
 def test_logprobs_rejected_then_retried_without():
@@ -173,3 +204,20 @@ def test_unscripted_request_fails_loudly():
 def test_models_endpoint_lists_the_fake_model(server):
     client = openai.OpenAI(base_url=server.url, api_key="k", max_retries=0)
     assert [m.id for m in client.models.list()] == ["fake-model"]
+
+
+def test_streamed_tool_calls_are_reassembled(server):
+    server.script(Reply(content=None, tool_calls=[
+        {"name": "logistics_tracking", "args": {"order_id": "SO2026112500103"}}]))
+    model = model_for(server.url).bind_tools([{
+        "type": "function",
+        "function": {"name": "logistics_tracking", "description": "查物流",
+                     "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}},
+    }])
+    chunks = list(model.stream("快递到哪了"))
+    total = chunks[0]
+    for chunk in chunks[1:]:
+        total = total + chunk
+    assert total.tool_calls == [{"name": "logistics_tracking", "args": {"order_id": "SO2026112500103"},
+                                 "id": "call_1_0", "type": "tool_call"}]
+    assert server.requests[0]["stream"] is True

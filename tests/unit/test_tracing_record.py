@@ -174,3 +174,31 @@ def test_callbacks_empty_without_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LANGFUSE_PUBLIC_KEY", raising=False)
     monkeypatch.delenv("LANGFUSE_SECRET_KEY", raising=False)
     assert tracing.callbacks_for_turn(user_id="u", thread_id="t", trace_id="c" * 32) == []
+
+
+def test_boundary_node_decision_wins_over_turn_reset() -> None:
+    record = tracing.build_trace_record(
+        trace_id="d" * 32, thread_id="t", user_id="u", question="头孢能喝酒吗",
+        updates=[("start_turn", {"route": "answer", "confidence": 0.0, "evidence": "__reset__"}, 1.0),
+                 ("route_boundary", {"route": "refuse", "confidence": 0.97,
+                                     "boundary_reason": "medical"}, 1.0),
+                 ("refuse_request", {"status": "refused", "fail_reason": "out_of_scope"}, 1.0)],
+        final_state={"status": "refused", "fail_reason": "out_of_scope"})
+    assert record["boundary"] == {"route": "refuse", "confidence": 0.97, "boundary_reason": "medical"}
+    assert record["status"] == "refused" and record["fail_reason"] == "out_of_scope"
+    assert record["retrieval"] == [] and record["context"]["ids"] == []
+
+
+def test_trace_command_prints_readable_and_json(tmp_path: Path, capsys) -> None:
+    from csagent.cli import main
+
+    record = tracing.build_trace_record(trace_id=tracing.new_trace_id(), thread_id="th", user_id="u1001",
+                                        question="能退货吗", updates=_updates(), final_state={})
+    tracing.write_trace(tmp_path, record)
+    assert main(["trace", record["trace_id"][:10], "--traces-dir", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"trace {record['trace_id']}") and "[verification] overall=pass" in text
+    assert main(["trace", record["trace_id"], "--json", "--traces-dir", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["queries"] == ["退货政策", "7天无理由"]
+    assert main(["trace", "ffffffff", "--traces-dir", str(tmp_path)]) == 2
+    assert "no trace 'ffffffff'" in capsys.readouterr().err

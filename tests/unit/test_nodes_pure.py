@@ -1,0 +1,183 @@
+"""Pure helpers: normalisation, citations, fact extraction, risk rules, facts, LLM parsing, prompts."""
+
+from __future__ import annotations
+
+import re
+import string
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from csagent.errors import UsageError
+from graph.state import EVIDENCE_RESET, reduce_evidence
+from nodes import prompts
+from nodes.claims import (
+    NumberToken,
+    claimed_actions,
+    condition_pairs,
+    extract_facts,
+    number_supported,
+    parse_citations,
+    split_sentences,
+    split_units,
+)
+from nodes.evidence import mark_conflicts, render_evidence, render_tool_facts, tool_observation
+from nodes.facts import is_elliptical, relevant_facts, user_stated_facts
+from nodes.generate import render_table_row, sentence_units
+from nodes.llm import logprob_confidence, parse_json_loosely
+from nodes.normalize import cn_to_int, normalize_for_compare
+from nodes.profiles import load_profile
+from nodes.rewrite import expand_query
+from nodes.risk import detect_action, find_order_id, is_explicit_yes, is_how_to, parse_max_price
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("七天无理由退货", "7天无理由退货"), ("十五天内", "15天内"), ("¥99.00", "99元"),
+    ("１５％", "15%"), ("百分之五", "5%"), ("3至7个工作日", "3-7工作日"),
+    ("2026年1月5日起", "2026-01-05起"), ("1月5日", "01-05"), ("7日内", "7天内"),
+    ("每月1日", "每月1日"), ("一些问题", "一些问题"), ("新疆维吾尔自治区", "新疆"), ("正月初七", "正月初7"),
+])
+def test_normalize_for_compare(raw, expected):
+    assert normalize_for_compare(raw) == expected
+    assert normalize_for_compare(expected) == expected  # idempotent
+
+
+def test_cn_to_int():
+    assert [cn_to_int(t) for t in ("七", "十五", "三十", "一百零五", "两")] == [7, 15, 30, 105, 2]
+    assert cn_to_int("些") is None
+
+
+def test_citations_and_sentences():
+    text = "运费由买家承担【来源:a#1】。支付宝1-3个工作日到账【来源:tool:x#1, b#2】。请问还有什么可以帮您？"
+    sentences = split_sentences(text)
+    assert len(sentences) == 3
+    assert [parse_citations(s) for s in sentences] == [["a#1"], ["tool:x#1", "b#2"], []]
+    # A tag after the full stop stays with its sentence.
+    assert parse_citations(split_sentences("运费由买家承担。【来源:a#1】")[0]) == ["a#1"]
+
+
+def test_extract_facts():
+    facts = extract_facts("新疆、西藏满¥99包邮，Plus会员价保，订单SO2026110100123已发货，2026年1月1日起，5%")
+    assert NumberToken("99", None, "元") in facts.numbers and NumberToken("5", None, "%") in facts.numbers
+    assert facts.order_ids == ["SO2026110100123"] and facts.states == ["已发货"]
+    assert set(facts.regions) == {"新疆", "西藏"} and facts.tiers == ["PLUS会员"]
+    assert facts.dates == ["2026-01-01"] and "价保" in facts.terms
+
+
+def test_number_supported_ranges_and_units():
+    ev = extract_facts("支付宝1-3个工作日到账，银行卡3-7个工作日").numbers
+    assert number_supported(NumberToken("1", "3", "工作日"), ev)
+    assert number_supported(NumberToken("3", None, "工作日"), ev)
+    assert not number_supported(NumberToken("1", "3", "天"), ev)
+    assert not number_supported(NumberToken("2", "3", "工作日"), ev)
+
+
+def test_condition_pairs_and_claimed_actions():
+    assert condition_pairs("定制商品不支持7天无理由退货，无需寄回") == [(True, "支持"), (True, "需要")]
+    assert (True, "可以") in condition_pairs("不能退")
+    assert claimed_actions("已为您提交退款申请") and claimed_actions("我已经帮您修改了地址")
+    assert not claimed_actions("订单状态为已取消") and not claimed_actions("取消成功后1小时内发起退款")
+
+
+def test_split_units_and_table_rows():
+    text = "说明。\n| 地区 | 时效 |\n|---|---|\n| 新疆 | 5-7天 |"
+    assert split_units(text) == ["说明。", "| 地区 | 时效 |", "| 新疆 | 5-7天 |"]
+    assert sentence_units(text) == ["地区：新疆，时效：5-7天"]
+    assert render_table_row(["a", "b"], "| 1 | 2 |") == "a：1，b：2"
+
+
+def test_reduce_evidence_dedup_and_reset():
+    merged = reduce_evidence([{"id": "a", "v": 1}], [{"id": "a", "v": 2}, {"id": "b"}])
+    assert merged == [{"id": "a", "v": 2}, {"id": "b"}]
+    assert reduce_evidence(merged, EVIDENCE_RESET) == []
+    assert reduce_evidence(merged, [{"id": EVIDENCE_RESET}, {"id": "c"}]) == [{"id": "c"}]
+
+
+def test_render_evidence_marks_superseded_and_conflicts():
+    items = mark_conflicts([
+        {"id": "new#1", "kind": "chunk", "doc_id": "new", "title": "新", "text": "30天价保",
+         "heading_path": ["价保期限"], "superseded": False},
+        {"id": "other#1", "kind": "chunk", "doc_id": "other", "title": "另", "text": "15天价保",
+         "heading_path": ["价保期限"], "superseded": False},
+        {"id": "old#1", "kind": "chunk", "doc_id": "old", "title": "旧", "text": "7天价保",
+         "superseded": True},
+        {"id": "tool:order_lookup#1", "kind": "tool", "title": "order_lookup", "text": "订单状态：运输中"},
+    ])
+    rendered = render_evidence(items)
+    assert rendered.index("tool:order_lookup#1") < rendered.index("new#1")  # tools first
+    assert "已失效的旧版本" in rendered.split('id="old#1"')[1].split("</evidence>")[0]
+    assert "存在冲突" in rendered.split('id="new#1"')[1].split("</evidence>")[0]
+
+
+def test_tool_rendering():
+    ok = {"code": 0, "valid": True, "source": "order_lookup", "timestamp": 0.0, "message": "已查询到订单",
+          "data": {"order_id": "SO1", "status": "运输中", "amount": 1000.0, "user_id": "u1"}}
+    lines = render_tool_facts("order_lookup", ok)
+    assert lines[0] == "已查询到订单" and "金额：1000元" in lines[1] and "u1" not in lines[1]
+    failed = {"code": 500, "valid": False, "source": "logistics_tracking", "timestamp": 0.0,
+              "message": "系统繁忙", "data": None}
+    assert tool_observation("logistics_tracking", failed) == "物流信息查询失败：系统繁忙"
+    missing = dict(failed, code=404, message="")
+    assert tool_observation("order_lookup", missing).startswith("未查询到订单")
+
+
+def test_risk_rules():
+    shop = load_profile("shop")
+    assert find_order_id("订单 so2026110100123 呢") == "SO2026110100123"
+    assert detect_action("帮我改一下收货地址", shop)["intent"] == "change_address"
+    assert detect_action("我的订单SO2026112500103到哪了", shop)["intent"] == "logistics"
+    assert is_how_to("退款怎么申请", shop["how_to_markers"])
+    assert not is_how_to("帮我申请退款吗", shop["how_to_markers"])
+    assert parse_max_price("200元以内的耳机") == 200.0
+    for yes in ("yes", "确认", True, {"confirm": True}, " 好的。"):
+        assert is_explicit_yes(yes)
+    for no in ("no", "算了", False, {"confirm": False}, "确认一下再说", None, 1):
+        assert not is_explicit_yes(no)
+
+
+def test_profiles_load_and_fail_clearly(tmp_path):
+    assert load_profile("kb-only")["whitelist_mode"] == "kb_coverage"
+    with pytest.raises(UsageError, match="not found"):
+        load_profile("nope")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}", encoding="utf-8")
+    with pytest.raises(UsageError, match="lacks keys"):
+        load_profile(str(bad))
+
+
+def test_fact_carry_forward_uses_customer_words_only():
+    assert {f["kind"] for f in user_stated_facts("我是Plus会员，在新疆，用支付宝付的 SO2026110100123")} == \
+        {"order_id", "tier", "region", "payment"}
+    known = [{"kind": "region", "value": "新疆", "source": "user"},
+             {"kind": "order_id", "value": "SO1", "source": "tool:order_lookup"}]
+    assert relevant_facts("几天能到？", known, []) == ["地区：新疆（客户陈述）"]
+    assert relevant_facts("上海几天能到？", known, []) == []  # the question overrides
+    history = [HumanMessage("江浙沪几天到"), AIMessage("（助手的话不会被带入）")]
+    assert is_elliptical("那新疆呢？")
+    assert relevant_facts("那新疆呢？", known, history)[-1] == "上一个问题：江浙沪几天到"
+
+
+def test_expand_query_keeps_original_first():
+    queries = expand_query("七天无理由退货运费谁掏", [])
+    assert queries[0] == "七天无理由退货运费谁掏"
+    assert "退货运费" in queries[1] and "承担" in queries[1]
+    assert expand_query("价保", []) == ["价保"]
+
+
+def test_parse_json_loosely_and_logprobs():
+    assert parse_json_loosely('好的：```json\n{"a": 1,}\n```') == {"a": 1}
+    assert parse_json_loosely("{'a': 'b'}") == {"a": "b"}
+    with pytest.raises(ValueError):
+        parse_json_loosely("no json here")
+    msg = AIMessage("x", response_metadata={"logprobs": {"content": [{"logprob": 0.0}, {"logprob": 0.0}]}})
+    assert logprob_confidence(msg) == 1.0
+    assert logprob_confidence(AIMessage("x")) is None
+
+
+@pytest.mark.parametrize("name", [n for n in dir(prompts) if n.isupper()])
+def test_every_prompt_renders_with_all_placeholders(name):
+    template = getattr(prompts, name)
+    fields = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+    rendered = template.format(**{f: f"<{f}>" for f in fields})
+    assert all(f"<{f}>" in rendered for f in fields)
+    assert re.search(r"\{[a-z_]+\}", rendered) is None

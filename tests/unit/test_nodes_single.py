@@ -1,0 +1,177 @@
+"""Single nodes called directly with a real index, a real shop DB and, where needed, a scripted LLM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.deps import Deps
+from graph.state import EVIDENCE_RESET
+from nodes.boundary import route_boundary
+from nodes.confirm import confirmation_payload
+from nodes.generate import CANNOT_CONFIRM, compose_offline, generate_answer
+from nodes.handoff import handoff_payload
+from nodes.reflect import reflect
+from nodes.rerank import rerank_evidence
+from nodes.respond import NO_ANSWER, finalize_answer, refuse_request
+from nodes.retrieve import retrieve_hybrid
+from nodes.rewrite import rewrite_query
+from nodes.tools import call_tools
+from nodes.turn import start_turn
+from nodes.verify import verify_answer
+from shop.tools import ShopToolbox
+from tests.fakes import ScriptedChatModel, ScriptExhausted, fixture_index
+
+
+@pytest.fixture(scope="module")
+def index():
+    return fixture_index()
+
+
+@pytest.fixture()
+def deps(index, tmp_path: Path) -> Deps:
+    return Deps(retriever=index, shop=ShopToolbox(tmp_path / "shop.sqlite"))
+
+
+def rt(**ctx) -> Runtime[Context]:
+    return Runtime(context=Context(**ctx))
+
+
+def test_start_turn_resets_and_carries_only_customer_facts():
+    state = {"messages": [HumanMessage("我在新疆，订单SO2026112500103"), AIMessage("上海1天到（错的）"),
+                          HumanMessage("几天能到？")],
+             "known_facts": [], "evidence": [{"id": "old"}], "reflections": 2, "feedback": ["x"]}
+    update = start_turn(state)
+    assert update["question"] == "几天能到？"
+    assert update["evidence"] == EVIDENCE_RESET and update["reflections"] == 0 and update["feedback"] == []
+    assert update["facts"] == ["地区：新疆（客户陈述）"]
+    assert not any("上海" in f for f in update["facts"])
+    with pytest.raises(ValueError, match="customer"):
+        start_turn({"messages": [AIMessage("hi")]})
+
+
+@pytest.mark.parametrize(("question", "route", "extra"), [
+    ("股票怎么买才能涨停", "refuse", {"fail_reason": "out_of_scope"}),
+    ("帮我改一下收货地址", "refuse", {"fail_reason": "no_capability"}),
+    ("我要退款，订单SO2026112000102", "confirm", {"status": "needs_confirmation"}),
+    ("我的订单SO2026112500103到哪了", "tool", {}),
+    ("转人工", "handoff", {"status": "handoff"}),
+    ("你好", "chitchat", {}),
+    ("七天无理由退货运费谁出", "answer", {"domain": "after_sales"}),
+    ("退款怎么申请", "answer", {}),
+])
+def test_route_boundary_offline(deps, question, route, extra):
+    update = route_boundary({"question": question, "facts": []}, rt(), deps)
+    assert update["route"] == route
+    assert {k: update[k] for k in extra} == extra
+
+
+def test_route_boundary_confirm_carries_exact_action(deps):
+    update = route_boundary({"question": "帮我取消订单SO2026112800104", "facts": []}, rt(), deps)
+    assert update["pending_action"] == {"tool": "order_cancel", "args": {"order_id": "SO2026112800104"},
+                                        "description": "为订单 SO2026112800104 取消订单"}
+    payload = confirmation_payload(update["pending_action"])
+    assert payload["type"] == "confirm" and "SO2026112800104" in payload["prompt"]
+
+
+def test_route_boundary_llm_and_its_failure(deps):
+    decision = {"route": "answer", "domain": "logistics", "intent": "knowledge", "confidence": 0.9}
+    deps.llm = ScriptedChatModel([json.dumps(decision)])
+    update = route_boundary({"question": "这个一般啥时候能收到", "facts": []}, rt(), deps)
+    assert update["route"] == "answer" and update["domain"] == "logistics"
+    assert "这个一般啥时候能收到" in deps.llm.prompts[0][-1].content
+    deps.llm = ScriptedChatModel([RuntimeError("503"), RuntimeError("503")])
+    update = route_boundary({"question": "这个一般啥时候能收到", "facts": []}, rt(), deps)
+    assert update["route"] == "answer" and "503" in update["llm_error"]
+    deps.llm = ScriptedChatModel([])
+    with pytest.raises(ScriptExhausted, match="ran out"):
+        route_boundary({"question": "这个一般啥时候能收到", "facts": []}, rt(), deps)
+
+
+def test_rewrite_query_llm_keeps_original_first(deps):
+    deps.llm = ScriptedChatModel([json.dumps({"queries": ["退货运费 承担", "七天无理由 运费"]})])
+    update = rewrite_query({"question": "运费谁掏", "facts": []}, rt(), deps)
+    assert update["queries"] == ["运费谁掏", "退货运费 承担", "七天无理由 运费"]
+
+
+def test_retrieve_and_rerank_keep_scores_and_order(deps):
+    update = retrieve_hybrid({"question": "七天无理由退货运费", "queries": ["七天无理由退货运费"]},
+                             rt(top_k=3), deps)
+    evidence = update["evidence"]
+    assert evidence and evidence[0]["doc_id"] == "returns-7day"
+    assert {"score", "bm25", "dense"} <= set(evidence[0]["scores"])
+    tool = {"id": "tool:order_lookup#1", "kind": "tool", "text": "t", "scores": {}}
+    reranked = rerank_evidence({"evidence": [*evidence, tool]}, rt(top_k=2))["evidence"]
+    assert reranked[0] == {"id": EVIDENCE_RESET}
+    assert reranked[1]["id"] == "tool:order_lookup#1" and len(reranked) == 4
+
+
+def test_generate_offline_drops_rejected_sentences(deps, index):
+    evidence = retrieve_hybrid({"question": "七天无理由退货运费谁出", "queries": ["七天无理由退货运费谁出"]},
+                               rt(), deps)["evidence"]
+    state = {"question": "七天无理由退货运费谁出", "queries": [], "evidence": evidence, "feedback": []}
+    draft, reason = compose_offline(state, 0.5)
+    assert "买家承担" in draft and reason is None
+    first = draft.split("【")[0]
+    draft2, _ = compose_offline({**state, "feedback": [first + "。"]}, 0.5)
+    assert first not in draft2 and (CANNOT_CONFIRM in draft2 or draft2 == NO_ANSWER)
+    update = generate_answer({**state, "question": "怎么注销账号"}, rt(), deps)
+    assert update == {"draft": NO_ANSWER, "fail_reason": "no_evidence"}
+
+
+def test_generate_llm_cannot_answer(deps, index):
+    deps.llm = ScriptedChatModel([json.dumps({"answer": "", "cannot_answer": True})])
+    evidence = [{"id": "a#1", "kind": "chunk", "text": "无关内容", "title": "t"}]
+    update = generate_answer({"question": "q", "evidence": evidence}, rt(), deps)
+    assert update == {"draft": NO_ANSWER, "fail_reason": "no_evidence"}
+
+
+def test_call_tools_uses_context_user_and_loop_breaker(deps):
+    plan = [{"name": "order_lookup", "args": {"order_id": "SO2026112500103"}}]
+    update = call_tools({"tool_plan": plan * 2, "tool_calls": []}, rt(user_id="u1001"), deps)
+    first, second = update["tool_calls"]
+    assert first["result"]["valid"] and second["result"]["code"] == 429
+    assert [e["id"] for e in update["evidence"]] == ["tool:order_lookup#1", "tool:order_lookup#2"]
+    assert "已重复" in update["evidence"][1]["text"]
+    other = call_tools({"tool_plan": plan, "tool_calls": []}, rt(user_id="u1002"), deps)
+    assert other["tool_calls"][0]["result"]["code"] == 403
+    assert "运输中" not in other["evidence"][0]["text"]
+
+
+def test_verify_node_marks_exhaustion(deps):
+    state = {"question": "q", "draft": "签收后10天内可退【来源:a#1】。",
+             "evidence": [{"id": "a#1", "text": "签收后7天内可退"}], "tool_calls": []}
+    first = verify_answer({**state, "reflections": 0}, rt(), deps)
+    assert first["verification"]["overall"] == "fail" and "status" not in first
+    exhausted = verify_answer({**state, "reflections": 2}, rt(max_reflections=2), deps)
+    assert exhausted["status"] == "handoff" and exhausted["fail_reason"] == "reflection_exhausted"
+
+
+def test_reflect_accumulates_unsupported_claims():
+    verification = {"claims": [{"claim": "A。", "status": "unsupported"}, {"claim": "B。", "status": "supported"}]}
+    update = reflect({"verification": verification, "feedback": ["Z。"], "reflections": 1})
+    assert update == {"feedback": ["Z。", "A。"], "reflections": 2}
+
+
+def test_handoff_payload_shape():
+    payload = handoff_payload({"question": "q", "route": "answer", "fail_reason": "reflection_exhausted",
+                               "verification": {"claims": [{"claim": "X", "status": "unsupported"}]},
+                               "evidence": [{"id": "a#1", "title": "T", "text": "long" * 200}]})
+    assert set(payload) == {"type", "question", "summary", "reason", "evidence"}
+    assert payload["reason"] == "reflection_exhausted" and "X" in payload["summary"]
+    assert set(payload["evidence"][0]) == {"id", "title", "text"} and len(payload["evidence"][0]["text"]) == 400
+
+
+def test_refuse_and_finalize(deps):
+    refusal = refuse_request({"fail_reason": "no_capability", "action_label": "修改价格"}, rt(), deps)
+    assert refusal["status"] == "refused" and "无法为您办理修改价格" in refusal["answer"]
+    assert "查询订单" in refusal["answer"]  # what it can do, from the tool registry
+    final = finalize_answer({"draft": "x【来源:a#1】。", "evidence": [{"id": "a#1", "title": "T"}],
+                             "fail_reason": None, "tool_calls": [], "known_facts": []})
+    assert final["status"] == "answered" and final["citations"][0]["id"] == "a#1"
+    assert finalize_answer({"draft": NO_ANSWER, "fail_reason": "no_evidence"})["status"] == "refused"
