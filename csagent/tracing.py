@@ -328,6 +328,7 @@ def _evidence_row(item: dict[str, Any]) -> dict[str, Any]:
         "dense": _score(scores, "dense", "vector", "cosine"),
         "fused": _score(scores, "fused", "hybrid"),
         "rerank": _score(scores, "rerank"),
+        "score": _score(scores, "score"),
         "superseded": bool(item.get("superseded", False)),
         "conflict": bool(item.get("conflict", False)),
     }
@@ -414,7 +415,8 @@ def build_trace_record(
         if evidence is not None:
             rows = [_evidence_row(item) for item in evidence]
             if any(row["rerank"] is not None for row in rows) or "rerank" in node:
-                reranked = [{"id": r["id"], "score": r["rerank"]} for r in rows]
+                reranked = [{"id": r["id"], "score": r["rerank"] if r["rerank"] is not None
+                             else r["score"]} for r in rows]
             elif not retrieved or "retriev" in node:
                 retrieved = rows
             else:

@@ -12,6 +12,7 @@ states, policy terms, regions, payment methods and member tiers.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -52,6 +53,14 @@ def _norm(text: str) -> str:
     return "".join(normalize_for_compare(strip_citations(text)).split()).casefold()
 
 
+_ENUMERATOR_RE = re.compile(r"(^|[\n。；;：:】|])\s*(?:\d{1,2}|[一二三四五六七八九十]{1,2})[.、)）]\s*")
+
+
+def _strip_enumerators(text: str) -> str:
+    """Drop list enumerators (``9. ``, ``3、``) at line/sentence starts: they are not facts."""
+    return _ENUMERATOR_RE.sub(r"\1", text)
+
+
 def _fmt_number(token: NumberToken) -> str:
     value = token.low if token.high is None else f"{token.low}-{token.high}"
     return value + token.unit
@@ -77,10 +86,10 @@ def unsupported_facts(answer: str, support_texts: Sequence[str]) -> list[str]:
         The unsupported fact tokens, in order, without duplicates.
 
     """
-    support = "\n".join(support_texts)
+    support = _strip_enumerators("\n".join(support_texts))
     support_norm = _norm(support)
     support_numbers = extract_facts(support).numbers
-    facts = extract_facts(answer)
+    facts = extract_facts(_strip_enumerators(answer))
     missing: list[str] = []
     for token in facts.numbers:
         if not number_supported(token, support_numbers):
@@ -176,13 +185,17 @@ def judge_turn(
     gold_facts: Sequence[Any] = (),
     forbidden: Sequence[str] = (),
     expected: str | None = None,
+    distractor_doc_ids: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Judge one agent turn; return the fields the aggregate metrics read.
 
-    Ground truth for hallucination: the gold documents' text when the case names gold docs
-    (normal, distractor), else the current (not superseded) knowledge chunks the turn retrieved;
-    always plus the tool data of the turn and the customer's own question (facts the customer
-    stated are not invented by the agent).
+    Ground truth for hallucination: the gold documents' text, plus the current (not
+    superseded) knowledge chunks the answer cites unless they belong to the case's distractor
+    documents, plus the tool data of the turn and the customer's own question (facts the
+    customer stated are not invented by the agent). So a fact counts as hallucinated when it
+    is invented, taken from a superseded policy version, or taken from a distractor document.
+    ``hallucinated_gold_only`` is the stricter variant that ignores the cited chunks (any fact
+    outside the gold documents, tool data and question counts).
 
     Args:
         suite: ``normal | boundary | distractor | multiturn``.
@@ -194,6 +207,7 @@ def judge_turn(
         gold_facts: Facts a correct answer states.
         forbidden: Strings a correct answer must not contain.
         expected: Expected status (boundary ``expected`` or a multi-turn ``expected_status``).
+        distractor_doc_ids: Documents whose facts do not count as support for this case.
 
     Returns:
         ``{"answered", "hallucinated", "unsupported_facts", "forbidden_found", "facts_ok",
@@ -203,13 +217,15 @@ def judge_turn(
     """
     answered = status == "answered"
     tool_texts = [str(e.get("text", "")) for e in evidence if e.get("kind") == "tool"]
-    if gold_doc_texts:
-        support = list(gold_doc_texts)
-    else:
-        support = [str(e.get("text", "")) for e in evidence
-                   if e.get("kind") != "tool" and not e.get("superseded")]
-    support += tool_texts + [question]
+    cited = set(parse_citations(answer))
+    excluded = set(distractor_doc_ids)
+    current_cited = [str(e.get("text", "")) for e in evidence
+                     if e.get("kind") != "tool" and str(e.get("id")) in cited
+                     and not e.get("superseded") and e.get("doc_id") not in excluded]
+    support = list(gold_doc_texts) + current_cited + tool_texts + [question]
     unsupported = unsupported_facts(answer, support) if answered else []
+    strict = (unsupported_facts(answer, list(gold_doc_texts) + tool_texts + [question])
+              if answered and gold_doc_texts else unsupported)
     found = forbidden_present(answer, forbidden) if answered else []
     missing = gold_facts_missing(answer, gold_facts) if answered else list(map(str, gold_facts))
     pairs = citation_pairs(answer, {str(e.get("id")): str(e.get("text", "")) for e in evidence}) \
@@ -218,6 +234,7 @@ def judge_turn(
         "answered": answered,
         "hallucinated": bool(unsupported or found),
         "unsupported_facts": unsupported,
+        "hallucinated_gold_only": bool(strict or found),
         "forbidden_found": found,
         "facts_ok": answered and not missing if gold_facts else None,
         "missing_facts": missing,
@@ -261,6 +278,21 @@ def hallucination_rate(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int
     """
     answered = [c for c in _graph_turns(cases) if c.get("answered")]
     bad = sum(1 for c in answered if c.get("hallucinated"))
+    return _frac(bad, len(answered)), bad, len(answered)
+
+
+def hallucination_rate_gold_only(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of answered turns asserting a fact outside the gold docs, tool data and question.
+
+    The strict variant of :func:`hallucination_rate`: facts from other current KB documents
+    the answer cites count as unsupported too (for cases without gold docs both are equal).
+
+    Returns:
+        ``(rate, hallucinated, answered)``.
+
+    """
+    answered = [c for c in _graph_turns(cases) if c.get("answered")]
+    bad = sum(1 for c in answered if c.get("hallucinated_gold_only", c.get("hallucinated")))
     return _frac(bad, len(answered)), bad, len(answered)
 
 
@@ -429,5 +461,8 @@ def compute_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
         met = (value <= target if op == "max" else value >= target) if measured else None
         targets[key] = {"op": op, "target": target, "value": value, "met": met}
     latency = latency_summary(c.get("node_latency_ms") or {} for c in _graph_turns(cases))
-    return {"metrics": metrics, "counts": counts, "fail_reason_mix": fail_reason_mix(cases),
-            "latency": latency, "targets": targets}
+    strict, strict_num, strict_den = hallucination_rate_gold_only(cases)
+    extra = {"hallucination_rate_gold_only": strict}
+    counts["hallucination_rate_gold_only"] = {"num": strict_num, "den": strict_den}
+    return {"metrics": metrics, "extra_metrics": extra, "counts": counts,
+            "fail_reason_mix": fail_reason_mix(cases), "latency": latency, "targets": targets}

@@ -32,6 +32,7 @@ def _atomic_write(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; reports are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -77,6 +78,11 @@ def render_summary(results: dict[str, Any], comparison: dict[str, Any] | None = 
         out.append(f"| {row['metric']} | {_pct(row['value'])} | {row['num']}/{row['den']} | "
                    f"{row['target']} | {row['verdict']} |")
     missed = [r["metric"] for r in target_rows(results) if r["verdict"] == "FAIL"]
+    strict = (results.get("extra_metrics") or {}).get("hallucination_rate_gold_only")
+    if strict is not None:
+        c = (results.get("counts") or {}).get("hallucination_rate_gold_only") or {}
+        out += ["", f"Strict hallucination rate (facts outside the gold docs, tool data and question, "
+                f"even when a current KB chunk is cited): {_pct(strict)} ({c.get('num')}/{c.get('den')})."]
     out += ["", "Targets not met: " + (", ".join(missed) if missed else "none") + "."]
     mix = results.get("fail_reason_mix") or {}
     out += ["", "## Fail reasons", "", "| reason | turns |", "|---|---|"]
@@ -239,6 +245,10 @@ def render_html(results: dict[str, Any], comparison: dict[str, Any] | None = Non
                      f"<td>{_e(row['num'])}/{_e(row['den'])}</td><td>{_e(row['target'])}</td>"
                      f"<td class='{_e(row['verdict'])}'>{_e(row['verdict'])}</td></tr>")
     parts.append("</table>")
+    strict = (results.get("extra_metrics") or {}).get("hallucination_rate_gold_only")
+    if strict is not None:
+        parts.append(f"<p>Strict hallucination rate (gold docs, tool data and question only): "
+                     f"{_pct(strict)}.</p>")
     parts.append(f"<img alt='metrics vs targets' src='{plot_metrics(results)}'>")
     latency_png = plot_latency(results)
     parts.append("<h2>Latency per node</h2>")

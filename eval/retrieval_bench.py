@@ -33,6 +33,7 @@ import random
 import resource
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -395,8 +396,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     kb = Path(args.kb)
     dataset_path = Path(args.dataset)
     out = Path(args.report)
-    work = Path(args.work) if args.work else out / "work"
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="csagent-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    try:
+        return _run(args, kb, dataset_path, out, work)
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, kb: Path, dataset_path: Path, out: Path,
+         work: Path) -> dict[str, Any]:
     config = KnowledgeConfig()
     results: dict[str, Any] = {"machine": args.machine, "resolved_gold": bool(args.resolve_gold)}
 
@@ -543,7 +553,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", default=str(REPO_ROOT / "reports" / "retrieval"), metavar="DIR")
     p.add_argument("--kb", default=str(DEMO_KB_DIR), metavar="DIR")
     p.add_argument("--dataset", default=str(DATASET), metavar="FILE")
-    p.add_argument("--work", default=None, metavar="DIR", help="scratch dir (default: REPORT/work)")
+    p.add_argument("--work", default=None, metavar="DIR",
+                   help="scratch dir, kept afterwards (default: a temporary dir, removed)")
     p.add_argument("--scales", default="1000,10000,100000",
                    type=lambda s: [int(x) for x in s.split(",") if x.strip()])
     p.add_argument("--latency-queries", type=int, default=150)

@@ -203,7 +203,8 @@ class EvalRun:
             suite=suite, status=result.status, answer=result.answer, question=question,
             evidence=row.pop("_evidence"), gold_doc_texts=[self.gold_texts[d] for d in gold_ids
                                                            if d in self.gold_texts],
-            gold_facts=row["gold_facts"], forbidden=row["forbidden"], expected=case.get("expected")))
+            gold_facts=row["gold_facts"], forbidden=row["forbidden"], expected=case.get("expected"),
+            distractor_doc_ids=[str(d) for d in case.get("distractor_doc_ids") or []]))
         return row
 
     def run_conversation(self, case: dict[str, Any]) -> list[dict[str, Any]]:
@@ -405,11 +406,19 @@ def compare_results(current: dict[str, Any], other: dict[str, Any]) -> dict[str,
 
     before, after = index(other), index(current)
     deltas: dict[str, dict[str, float | None]] = {}
+    def measured(results: dict[str, Any], key: str) -> float | None:
+        """Return the metric, or None when the run did not measure it (denominator 0)."""
+        count = (results.get("counts") or {}).get(key) or {}
+        if count.get("den") == 0:
+            return None
+        value = (results.get("metrics") or {}).get(key)
+        return None if value is None else float(value)
+
     for key in m.METRIC_KEYS:
-        old = (other.get("metrics") or {}).get(key)
-        new = (current.get("metrics") or {}).get(key)
-        delta = None if old is None or new is None else round(float(new) - float(old), 6)
-        deltas[key] = {"before": old, "after": new, "delta": delta}
+        value_before, value_after = measured(other, key), measured(current, key)
+        delta = (None if value_before is None or value_after is None
+                 else round(value_after - value_before, 6))
+        deltas[key] = {"before": value_before, "after": value_after, "delta": delta}
     regressions, improvements, changes = [], [], []
     for key in sorted(set(before) & set(after)):
         old, new = before[key], after[key]

@@ -9,6 +9,7 @@ embedding similarity to the profile's intent examples decide.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from nodes.risk import (
     describe_action,
     detect_action,
     find_order_id,
+    generic_change_request,
     is_how_to,
     needs_order_id,
     plan_tool_call,
@@ -34,6 +36,7 @@ from nodes.schemas import BoundaryDecision
 
 logger = logging.getLogger(__name__)
 _EXAMPLE_CACHE: dict[tuple[int, str], tuple[list[str], Any]] = {}
+_HUMAN_ONLY_RE = re.compile(r"(?:我要|找|转|要)?(?:人工客服|人工|客服|真人)+(?:呢|啊|吧)?")
 _POLICY_HINTS = ("政策", "规则", "多久", "运费", "怎么", "能不能", "可以吗", "规定", "几天", "时效")
 
 
@@ -91,7 +94,8 @@ def _action_route(question: str, action: dict[str, Any], facts: list[str], tools
 def route_by_rules(question: str, facts: list[str], profile: dict[str, Any], deps: Deps) -> dict[str, Any] | None:
     """Return the deterministic decision, or None when rules alone cannot decide."""
     lowered = question.lower()
-    if any(k in question for k in profile["handoff_keywords"]):
+    bare = re.sub(r"[\s\W_]+", "", question)
+    if any(k in question for k in profile["handoff_keywords"]) or _HUMAN_ONLY_RE.fullmatch(bare):
         return {"route": "handoff", "domain": "handoff", "intent": "handoff", "confidence": 1.0,
                 "status": "handoff", "boundary_reason": "customer asked for a human"}
     black = keyword_domain(question, profile["blacklist"])
@@ -99,9 +103,20 @@ def route_by_rules(question: str, facts: list[str], profile: dict[str, Any], dep
         return {"route": "refuse", "domain": black["domain"], "intent": "blacklisted",
                 "confidence": 0.95, "status": "refused", "fail_reason": "out_of_scope",
                 "boundary_reason": f"blacklisted domain {black['domain']}"}
+    previous = fact_value(facts, "上一个问题")
     action = detect_action(question, profile)
+    if action is None and previous and find_order_id(question):  # 「那SO…呢？」 repeats the last ask
+        action = detect_action(previous, profile)
+    if action is None and profile.get("actions"):
+        action = generic_change_request(question)
+    tools = {spec.name: spec for spec in deps.shop.specs()}
     if action is not None and not is_how_to(question, profile.get("how_to_markers", [])):
-        tools = {spec.name: spec for spec in deps.shop.specs()}
+        return _action_route(question, action, facts, tools)
+    default = profile.get("order_id_default_intent")
+    if find_order_id(question) and default:
+        # A question about a named order is answered from the order data, not from policy text.
+        if action is None or action.get("tool") not in tools or tools[action["tool"]].write:
+            action = next(a for a in profile["actions"] if a["intent"] == default)
         return _action_route(question, action, facts, tools)
     if len(question) <= 8 and any(k in lowered for k in profile["chitchat"]["keywords"]):
         return {"route": "chitchat", "domain": "chitchat", "intent": "greeting", "confidence": 0.9,

@@ -95,17 +95,62 @@ def split_sentences(text: str) -> list[str]:
     return [p for p in parts if p and strip_citations(p).strip("。！？!?；; \n")]
 
 
+_SEPARATOR_RE = re.compile(r"\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?")
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One data row of a Markdown table: its key (first cell) and its readable rendering."""
+
+    key: str
+    cells: tuple[str, ...]
+    rendered: str
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def render_table_row(header: list[str], cells: list[str]) -> str:
+    """Render a table row readably: 「地区：新疆，时效：5-7天」 (cells joined when no header fits)."""
+    if not header or len(header) != len(cells):
+        return "，".join(c for c in cells if c)
+    return "，".join(f"{h}：{c}" for h, c in zip(header, cells, strict=True) if c and h)
+
+
+def table_rows(text: str) -> list[TableRow]:
+    """Return the data rows of every Markdown table in ``text`` (header rows are not data)."""
+    lines = text.splitlines()
+    rows: list[TableRow] = []
+    header: list[str] = []
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped.startswith("|") or _SEPARATOR_RE.fullmatch(stripped):
+            if not stripped.startswith("|"):
+                header = []
+            continue
+        nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if _SEPARATOR_RE.fullmatch(nxt):
+            header = _cells(stripped)
+            continue
+        cells = _cells(stripped)
+        rows.append(TableRow(cells[0] if cells else "", tuple(cells), render_table_row(header, cells)))
+    return rows
+
+
 def split_units(text: str) -> list[str]:
-    """Split evidence into units (sentences and table rows) for co-occurrence checks."""
+    """Split evidence into units for co-occurrence checks: sentences and rendered table rows.
+
+    Table rows are rendered with their headers, so a column header such as 「Plus会员」
+    belongs to its cells.
+    """
     units: list[str] = []
     for line in text.splitlines():
         line = line.strip()
-        if not line or re.fullmatch(r"[|\-:\s]+", line):
+        if not line or line.startswith("|"):
             continue
-        if line.startswith("|"):
-            units.append(line)
-        else:
-            units.extend(p.strip() for p in re.split(r"(?<=[。！？!?；;])", line) if p.strip())
+        units.extend(p.strip() for p in re.split(r"(?<=[。！？!?；;])", line) if p.strip())
+    units.extend(row.rendered for row in table_rows(text))
     return units
 
 

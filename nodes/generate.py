@@ -29,33 +29,15 @@ QUESTION_FILLERS = ("请问", "你们", "我的", "我", "吗", "呢", "怎么",
                     "可不可以", "一下", "啊", "呀", "吧", "哪些", "如何", "是否", "想问", "知道")
 CANNOT_CONFIRM = "其余内容无法确认，如需进一步核实可以为您转人工客服。"
 MAX_SENTENCES = 3
+_LIST_MARKER_RE = re.compile(r"^(?:[-*•]\s*|\d{1,2}[.、)]\s*(?!\d)|[（(]\d{1,2}[)）]\s*)")
 _TERMINATORS = "。！？!?；;，, "
 
 
-def render_table_row(header: list[str], row: str) -> str:
-    """Render a Markdown table row readably: 「地区：新疆，时效：5-7天」."""
-    cells = [c.strip() for c in row.strip().strip("|").split("|")]
-    if not header or len(header) != len(cells):
-        return "，".join(c for c in cells if c)
-    return "，".join(f"{h}：{c}" for h, c in zip(header, cells, strict=True) if c and h)
-
-
 def sentence_units(text: str) -> list[str]:
-    """Return the evidence units of a chunk, with table rows rendered readably."""
-    header: list[str] = []
-    out: list[str] = []
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    for unit in split_units(text):
-        if unit.startswith("|"):
-            idx = next((j for j, ln in enumerate(lines) if ln.strip() == unit), -1)
-            nxt = lines[idx + 1].strip() if 0 <= idx < len(lines) - 1 else ""
-            if re.fullmatch(r"\|?[\s:|-]+\|?", nxt) and set(nxt) & {"-"}:
-                header = [c.strip() for c in unit.strip().strip("|").split("|")]
-                continue
-            out.append(render_table_row(header, unit))
-        elif not unit.startswith("#"):
-            out.append(unit)
-    return [u for u in out if len(strip_citations(u)) >= 4]
+    """Return the answerable units of a chunk: prose sentences and readable table rows."""
+    units = (_LIST_MARKER_RE.sub("", u).strip() for u in split_units(text))
+    return [u for u in units if not u.startswith("#") and len(strip_citations(u)) >= 4
+            and not u.endswith(("：", ":"))]
 
 
 QUERY_STOPWORDS = frozenset(QUESTION_FILLERS + ("多久", "可以", "能否", "需要", "有没有", "一般",
@@ -94,7 +76,7 @@ def select_sentences(question: str, queries: list[str], evidence: list[dict[str,
     """
     weights = query_terms(question, queries)
     own = query_terms(question, [])
-    scored: list[tuple[float, str, str]] = []
+    scored: list[tuple[float, float, str, str]] = []
     best_chunk = 0.0
     current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
     for rank, item in enumerate(current):
@@ -107,14 +89,16 @@ def select_sentences(question: str, queries: list[str], evidence: list[dict[str,
             if plain in dropped:
                 continue
             unit_cov = term_coverage(weights, normalize_text(unit))
-            scored.append((0.75 * unit_cov + 0.25 * chunk_cov + 0.02 / (rank + 1), plain, item["id"]))
+            score = 0.5 * unit_cov + 0.15 * chunk_cov + 0.35 / (rank + 1)
+            scored.append((score, unit_cov, plain, item["id"]))
     if not scored or best_chunk < min_coverage:
         return []
     scored.sort(key=lambda s: -s[0])
-    top = scored[0][0]
+    top, top_unit = scored[0][0], scored[0][1]
     chosen: list[tuple[str, str]] = []
-    for score, plain, eid in scored:
-        if score >= max(0.2, 0.8 * top) and all(plain != c[0] for c in chosen):
+    for score, unit_cov, plain, eid in scored:
+        if score >= max(0.2, 0.8 * top) and unit_cov >= 0.6 * top_unit \
+                and all(plain != c[0] for c in chosen):
             chosen.append((plain, eid))
         if len(chosen) >= MAX_SENTENCES:
             break

@@ -24,6 +24,20 @@ def find_order_id(text: str) -> str | None:
     return match.group(1).upper() if match else None
 
 
+_CHANGE_REQUEST_RE = re.compile(
+    r"(?:帮我|给我|替我|麻烦你?|请你?|你们?)(?:把|将)?(?P<what>[^，。？！,.?!]{1,10}?)"
+    r"(?:改成|改为|换成|升级成|升级为|调成|调整为|改一下|修改一下)")
+
+
+def generic_change_request(question: str) -> dict[str, Any] | None:
+    """Return a tool-less action for 「帮我把X改成Y」-style requests no profile action names."""
+    match = _CHANGE_REQUEST_RE.search(question)
+    if not match:
+        return None
+    what = match.group("what").strip("的 ") or "该信息"
+    return {"intent": "change_other", "label": f"修改{what}", "tool": None}
+
+
 def is_how_to(question: str, markers: list[str]) -> bool:
     """Return True for a question about how something works rather than a request to do it."""
     if any(w in question for w in _EXPLICIT_REQUEST):

@@ -18,6 +18,7 @@ from graph.context import Context
 from graph.deps import Deps
 from graph.state import State
 from nodes.claims import (
+    TableRow,
     bigram_coverage,
     claimed_actions,
     condition_pairs,
@@ -28,6 +29,7 @@ from nodes.claims import (
     split_sentences,
     split_units,
     strip_citations,
+    table_rows,
 )
 from nodes.evidence import render_evidence
 from nodes.lexicon import PARTIES
@@ -102,37 +104,47 @@ def _party_problems(clause: str, units: list[str]) -> list[str]:
 _YES_NO = re.compile(r"^(?:是的?|对|有|没有|不是|不能|不可以|可以|能|需要|不需要|不用|会|不会|支持|不支持)$")
 
 
-def mentioned_rows(sentence: str, units: list[str]) -> list[str]:
-    """Return the table rows whose first cell (the row key) the sentence mentions."""
-    rows = []
-    for unit in units:
-        if not unit.startswith("|"):
-            continue
-        key = unit.strip().strip("|").split("|")[0].strip()
-        words = re.sub(r"[\d.\-]+", " ", key)
-        fuzzy = bool(re.search(r"[\u4e00-\u9fff]{2}", words)) and bigram_coverage(words, sentence) >= 0.5
-        if key and (key in sentence or fuzzy):
-            rows.append(unit)
-    return rows
+def _key_score(key: str, sentence: str) -> float:
+    if key and key in sentence:
+        return 1.0
+    words = re.sub(r"[\d.\-]+", " ", key)
+    if not re.search(r"[\u4e00-\u9fff]{2}", words):
+        return 0.0
+    return bigram_coverage(words, sentence)
 
 
-def _row_key_score(row: str, sentence: str) -> float:
-    key = row.strip().strip("|").split("|")[0].strip()
-    return 1.0 if key in sentence else bigram_coverage(re.sub(r"[\d.\-]+", " ", key), sentence)
+def mentioned_rows(sentence: str, rows: list[TableRow]) -> list[TableRow]:
+    """Return the table rows whose key (first cell) the sentence names, best match first."""
+    scored = [(_key_score(row.key, sentence), row) for row in rows]
+    return [row for score, row in sorted(scored, key=lambda x: -x[0]) if score >= 0.5]
 
 
-def _table_number_problems(sentence: str, facts: Any, units: list[str]) -> list[str]:
+def _table_number_problems(sentence: str, facts: Any, rows: list[TableRow]) -> list[str]:
     """Flag a number that sits in the table but not in any row the sentence names."""
-    rows = mentioned_rows(normalize_for_compare(strip_citations(sentence)), units)
-    table = [u for u in units if u.startswith("|")]
-    if not rows or len(rows) == len(table):
+    named = mentioned_rows(normalize_for_compare(strip_citations(sentence)), rows)
+    if not named or len(named) == len(rows):
         return []
     problems = []
     for num in facts.numbers:
-        in_table = any(number_supported(num, extract_facts(r).numbers) for r in table)
-        if in_table and not any(number_supported(num, extract_facts(r).numbers) for r in rows):
+        in_table = any(number_supported(num, extract_facts(r.rendered).numbers) for r in rows)
+        if in_table and not any(number_supported(num, extract_facts(r.rendered).numbers) for r in named):
             problems.append(f"数字「{_fmt_num(num)}」属于表格中的其他行")
     return problems
+
+
+def _entity_condition_bound(entity: str, pair: tuple[bool, str], units: list[str],
+                            rows: list[TableRow]) -> bool:
+    """Return True when ``entity`` shares a sentence (or a table cell / row key) with ``pair``."""
+    for unit in units:
+        if _in(entity, normalize_for_compare(unit)) and pair in condition_pairs(unit):
+            if not any(unit == r.rendered for r in rows):
+                return True
+    for row in rows:
+        if _in(entity, normalize_for_compare(row.key)) and pair in condition_pairs(row.rendered):
+            return True
+        if any(_in(entity, normalize_for_compare(c)) and pair in condition_pairs(c) for c in row.cells):
+            return True
+    return False
 
 
 def check_sentence(sentence: str, evidence_texts: list[str], question: str = "") -> list[str]:
@@ -165,11 +177,10 @@ def check_sentence(sentence: str, evidence_texts: list[str], question: str = "")
                         ("支付方式", facts.payments), ("会员等级", facts.tiers)):
         problems.extend(f"{kind}「{w}」不在引用资料中" for w in words if not _in(w, norm_ev))
     units = split_units(joined)
-    problems.extend(_table_number_problems(sentence, facts, units))
-    norm_sentence = normalize_for_compare(strip_citations(sentence))
-    rows = mentioned_rows(norm_sentence, units)
-    if rows:
-        rows = [max(rows, key=lambda r: _row_key_score(r, norm_sentence))]
+    all_rows = table_rows(joined)
+    problems.extend(_table_number_problems(sentence, facts, all_rows))
+    named = mentioned_rows(normalize_for_compare(strip_citations(sentence)), all_rows)
+    rows = [named[0].rendered] if named else []
     entities: list[str] = []
     q_norm = normalize_for_compare(question)
     for clause in _CLAUSE_SPLIT_RE.split(strip_citations(sentence)):
@@ -182,6 +193,10 @@ def check_sentence(sentence: str, evidence_texts: list[str], question: str = "")
                 problems.append(f"「{'、'.join(entities)}」与数字「{_fmt_num(num)}」在资料中不对应")
         problems.extend(f"条件「{c}」与资料相反或资料未提及" for c in _condition_ok(clause, rows or units))
         problems.extend(_party_problems(clause, units))
+        own = [e for e in cf.entities() if not _in(e, q_norm)]
+        for pair in condition_pairs(clause) if own else []:
+            problems.extend(f"「{e}」与条件「{'不' if pair[0] else ''}{pair[1]}」在资料中不对应"
+                            for e in own if not _entity_condition_bound(e, pair, units, all_rows))
         if condition_pairs(clause) and len(content_bigrams(clause)) >= 6 \
                 and bigram_coverage(clause, joined) < CLAUSE_COVERAGE_MIN:
             problems.append(f"「{clause.strip()}」不在引用资料中")

@@ -124,3 +124,25 @@ def test_percentile_interpolates() -> None:
     assert m.percentile([], 50) == 0.0
     assert m.percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
     assert m.percentile(list(range(1, 101)), 95) == pytest.approx(95.05)
+
+
+def test_cited_current_chunks_support_but_distractor_and_superseded_do_not() -> None:
+    plus = {"id": "plus#1", "kind": "chunk", "doc_id": "membership-plus", "text": "Plus会员满49元包邮"}
+    old = {"id": "old#1", "kind": "chunk", "doc_id": "shipping-v1", "text": "满59元包邮", "superseded": True}
+    other = {"id": "inv#1", "kind": "chunk", "doc_id": "invoices", "text": "电子发票在签收后3天内开具"}
+    answer = "满99元包邮【来源:s】。电子发票在签收后3天内开具【来源:inv#1】"
+    ok = m.judge_turn(suite="normal", status="answered", answer=answer, question="q",
+                      evidence=[{"id": "s", "kind": "chunk", "doc_id": "shipping", "text": SHIPPING}, other],
+                      gold_doc_texts=[SHIPPING])
+    assert not ok["hallucinated"] and ok["hallucinated_gold_only"]
+    trap = m.judge_turn(suite="distractor", status="answered", answer="满49元包邮【来源:plus#1】",
+                        question="普通会员满多少包邮", evidence=[plus], gold_doc_texts=[SHIPPING],
+                        distractor_doc_ids=["membership-plus"])
+    assert trap["hallucinated"] and trap["unsupported_facts"] == ["49元"]
+    stale = m.judge_turn(suite="normal", status="answered", answer="满59元包邮【来源:old#1】", question="q",
+                         evidence=[old], gold_doc_texts=[SHIPPING])
+    assert stale["hallucinated"]
+
+
+def test_list_enumerators_are_not_facts() -> None:
+    assert m.unsupported_facts("不支持的商品：【来源:a】。9. 跨境商品【来源:a】", ["跨境商品不支持"]) == []

@@ -143,7 +143,7 @@ def test_resume_drops_partial_line_and_skips_done(agent: CSAgent, tmp_path: Path
 
 def test_killed_run_resumes_without_loss_or_duplicates(settings: Settings, tmp_path: Path) -> None:
     logs = tmp_path / "logs.jsonl"
-    ids = write_logs(logs, 60)
+    ids = write_logs(logs, 30)
     out = tmp_path / "out.jsonl"
     env = {**os.environ, "CSAGENT_DATA_DIR": str(settings.data_dir),
            "CSAGENT_INDEX_DIR": str(settings.resolved_index_dir), "HF_HUB_OFFLINE": "1",
@@ -153,14 +153,14 @@ def test_killed_run_resumes_without_loss_or_duplicates(settings: Settings, tmp_p
                             stderr=subprocess.PIPE)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and proc.poll() is None:
-        if out.exists() and out.read_bytes().count(b"\n") >= 5:
+        if out.exists() and out.read_bytes().count(b"\n") >= 3:
             break
         time.sleep(0.05)
     assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     partial = read_out(out)
-    assert 5 <= len(partial) < len(ids)
+    assert 3 <= len(partial) < len(ids)
     with out.open("ab") as handle:  # simulate a torn write on top of the kill
         handle.write(b'{"conversation_id": "c9999", "turns": [')
     done = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=180)
@@ -184,3 +184,14 @@ def test_replay_command_errors(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert "no such file" in err and "--resume" in err and "at least 1" in err
     assert "Traceback" not in err
+
+
+def test_synthetic_log_is_valid_and_deterministic(tmp_path: Path) -> None:
+    from eval.latency_bench import write_synthetic_log
+
+    a = write_synthetic_log(tmp_path / "a.jsonl", 50, seed=3).read_text(encoding="utf-8")
+    b = write_synthetic_log(tmp_path / "b.jsonl", 50, seed=3).read_text(encoding="utf-8")
+    assert a == b
+    convs = [parse_conversation(i, line) for i, line in enumerate(a.splitlines(), 1)]
+    assert len({c.conversation_id for c in convs}) == 50
+    assert all(sum(t["role"] == "user" for t in c.turns) == 1 for c in convs)

@@ -185,6 +185,10 @@ def test_eval_command_writes_report_and_compares(env: dict[str, Path], results: 
     data = json.loads((tmp_path / "r" / "results.json").read_text(encoding="utf-8"))
     assert [c["id"] for c in data["cases"]] == ["v1", "b1"]
     assert "comparison" in data and "Compared with the previous results" in out
+    deltas = data["comparison"]["metric_deltas"]
+    assert deltas["answerable_rate"] == {"before": results["metrics"]["answerable_rate"],
+                                         "after": None, "delta": None}  # not measured this run
+    assert deltas["verifier_recall"]["after"] is not None
     assert (tmp_path / "r" / "report.html").is_file() and (tmp_path / "r" / "summary.md").is_file()
 
 

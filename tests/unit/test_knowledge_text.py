@@ -193,3 +193,27 @@ def test_split_text_size_and_overlap() -> None:
     assert [len(w) for w in windows] == [64, 64, 64, 56]
     assert windows[1].startswith(windows[0][-16:]) and windows[-1].endswith(long[-10:])
     assert split_text("短文本", 512, 64) == ["短文本"]
+
+
+def test_bm25_terms_add_cjk_bigrams() -> None:
+    from knowledge.normalize import bm25_terms, cjk_bigrams
+
+    assert cjk_bigrams("退钱了吗") == ["退钱", "钱了", "了吗"]
+    assert cjk_bigrams("ab 七天") == []  # normalised to 「7天」: a single Chinese character left
+    terms = bm25_terms("内裤拆封")
+    assert terms[: len(tokenize("内裤拆封"))] == tokenize("内裤拆封")
+    assert {"内裤", "裤拆", "拆封"} <= set(terms)
+
+
+def test_table_rows_grouped_to_fit_the_passage_window() -> None:
+    from knowledge.chunking import TABLE_CHARS
+
+    rows = "\n".join(f"| 支付方式{i} | {i}个工作日到账，原路退回 |" for i in range(12))
+    text = f"# 退款\n\n| 支付方式 | 到账时间 |\n|---|---|\n{rows}\n"
+    chunks = chunk_document(Document(doc_id="refund", title="退款", text=text, source=""))
+    assert len(chunks) > 1
+    for c in chunks:
+        facts = c.retrieval_text.split("\n", 1)[1]
+        assert len(facts) <= TABLE_CHARS
+        assert c.retrieval_text.startswith("表格：退款（第")
+    assert sum(c.retrieval_text.count("支付方式: ") for c in chunks) == 12

@@ -18,12 +18,14 @@ from nodes.claims import (
     extract_facts,
     number_supported,
     parse_citations,
+    render_table_row,
     split_sentences,
     split_units,
+    table_rows,
 )
 from nodes.evidence import mark_conflicts, render_evidence, render_tool_facts, tool_observation
 from nodes.facts import is_elliptical, relevant_facts, user_stated_facts
-from nodes.generate import render_table_row, sentence_units
+from nodes.generate import sentence_units
 from nodes.llm import logprob_confidence, parse_json_loosely
 from nodes.normalize import cn_to_int, normalize_for_compare
 from nodes.profiles import load_profile
@@ -80,10 +82,11 @@ def test_condition_pairs_and_claimed_actions():
 
 
 def test_split_units_and_table_rows():
-    text = "说明。\n| 地区 | 时效 |\n|---|---|\n| 新疆 | 5-7天 |"
-    assert split_units(text) == ["说明。", "| 地区 | 时效 |", "| 新疆 | 5-7天 |"]
-    assert sentence_units(text) == ["地区：新疆，时效：5-7天"]
-    assert render_table_row(["a", "b"], "| 1 | 2 |") == "a：1，b：2"
+    text = "时效说明。\n| 地区 | 时效 |\n|---|---|\n| 新疆 | 5-7天 |"
+    assert split_units(text) == ["时效说明。", "地区：新疆，时效：5-7天"]
+    assert sentence_units(text) == ["时效说明。", "地区：新疆，时效：5-7天"]
+    assert render_table_row(["a", "b"], ["1", "2"]) == "a：1，b：2"
+    assert [r.key for r in table_rows(text)] == ["新疆"]
 
 
 def test_reduce_evidence_dedup_and_reset():
