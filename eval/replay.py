@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 import time
 import uuid
@@ -342,7 +343,7 @@ def replay_file(
     appender = AtomicAppender(out)
     from tqdm import tqdm
 
-    bar = tqdm(file=__import__("sys").stderr, disable=not progress, unit="conv", desc="replay")
+    bar = tqdm(file=sys.stderr, disable=not progress, unit="conv", desc="replay")
     started = time.perf_counter()
     try:
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="replay") as pool:

@@ -170,6 +170,7 @@ def evaluate(items: list[dict[str, Any]], search: SearchFn) -> dict[str, Any]:
     chunk_ranks: list[int | None] = []
     per_type: dict[str, list[int | None]] = {}
     misses = []
+    chunk_misses = []
     for item in items:
         hits = search(item["query"])
         d = first_rank([h.chunk.doc_id for h in hits], set(item["gold_doc_ids"]))
@@ -178,6 +179,13 @@ def evaluate(items: list[dict[str, Any]], search: SearchFn) -> dict[str, Any]:
             c = first_rank([h.chunk.chunk_id for h in hits], set(item["gold_chunk_ids"]))
             chunk_ranks.append(c)
             per_type.setdefault(item.get("type", "?"), []).append(c)
+            if c is None or c > 5:
+                chunk_misses.append({
+                    "qid": item.get("qid"), "type": item.get("type"), "query": item["query"],
+                    "gold": item["gold_chunk_ids"],
+                    "top": [f"{h.chunk.chunk_id} {' > '.join(h.chunk.heading_path[-1:])}"
+                            for h in hits[:3]],
+                })
         if d is None or d > 5:
             misses.append({"qid": item.get("qid"), "query": item["query"],
                            "gold": item["gold_doc_ids"], "top": [h.chunk.doc_id for h in hits[:5]]})
@@ -186,6 +194,7 @@ def evaluate(items: list[dict[str, Any]], search: SearchFn) -> dict[str, Any]:
         "chunk": summarize(chunk_ranks) if chunk_ranks else None,
         "chunk_by_type": {t: summarize(r) for t, r in sorted(per_type.items())},
         "doc_misses_at_5": misses,
+        "chunk_misses_at_5": chunk_misses,
         "n": len(items),
         "n_chunk_labelled": len(chunk_ranks),
     }
@@ -385,6 +394,12 @@ def write_report(out: Path, results: dict[str, Any]) -> None:
     misses = q["hybrid"]["doc_misses_at_5"]
     lines += ["", f"## Hybrid doc-level misses at 5 ({len(misses)})", ""]
     lines += [f"- {m['qid']} 「{m['query']}」 gold {m['gold']} got {m['top']}" for m in misses[:40]]
+    cmisses = q["hybrid"]["chunk_misses_at_5"]
+    lines += ["", f"## Hybrid chunk-level misses at 5 ({len(cmisses)})", "",
+              "Often the top hit is a different chunk that states the same fact (an FAQ entry "
+              "repeating a table cell) but is not labelled gold.", ""]
+    lines += [f"- {m['qid']} ({m['type']}) 「{m['query']}」 gold {m['gold']} got {m['top']}"
+              for m in cmisses[:40]]
     (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

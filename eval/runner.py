@@ -229,11 +229,14 @@ class EvalRun:
                 continue
             row = self._row("multiturn", turn_id, message, user_id, thread_id, result, ms)
             expected = turn.get("expected_status")
+            gold_ids = [str(d) for d in turn.get("gold_doc_ids") or []]  # optional in multiturn
             row.update(conversation_id=conv_id, trap=case.get("trap"), expected=expected,
-                       gold_facts=turn.get("gold_facts") or [], forbidden=turn.get("forbidden") or [])
+                       gold_facts=turn.get("gold_facts") or [], forbidden=turn.get("forbidden") or [],
+                       gold_doc_ids=gold_ids)
             row.update(m.judge_turn(
                 suite="multiturn", status=result.status, answer=result.answer,
                 question="\n".join(said), evidence=row.pop("_evidence"),
+                gold_doc_texts=[self.gold_texts[d] for d in gold_ids if d in self.gold_texts],
                 gold_facts=row["gold_facts"], forbidden=row["forbidden"], expected=expected))
             rows.append(row)
         return rows

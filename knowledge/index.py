@@ -113,6 +113,11 @@ class KnowledgeIndex:
                 f"--index {index_dir}`"
             )
         config = config or KnowledgeConfig()
+        built_format = (manifest.get("settings") or {}).get("format")
+        if built_format != FORMAT:
+            logger.warning("the index at %s was built by another version of csagent (format %s, "
+                           "expected %s); re-run `csagent ingest` to rebuild it", index_dir,
+                           built_format, FORMAT)
         model = str(manifest.get("embedding_model") or config.embedding_model)
         if model != config.embedding_model:
             logger.warning("index %s was built with embedding model %r; using it (config says %r)",

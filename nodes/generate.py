@@ -29,6 +29,9 @@ QUESTION_FILLERS = ("请问", "你们", "我的", "我", "吗", "呢", "怎么",
                     "可不可以", "一下", "啊", "呀", "吧", "哪些", "如何", "是否", "想问", "知道")
 CANNOT_CONFIRM = "其余内容无法确认，如需进一步核实可以为您转人工客服。"
 MAX_SENTENCES = 3
+QUANTITY_BONUS = 0.15  # a 「多久/多少/几天」 question prefers sentences that state a number
+_QUANTITY_RE = re.compile(r"多久|几天|多少|几[个张次号点期]|多长|最多|最少|最晚|什么时候|哪天|多大|几")
+_DIGIT_RE = re.compile(r"\d")
 _LIST_MARKER_RE = re.compile(r"^(?:[-*•]\s*|\d{1,2}[.、)]\s*(?!\d)|[（(]\d{1,2}[)）]\s*)")
 _TERMINATORS = "。！？!?；;，, "
 
@@ -76,6 +79,7 @@ def select_sentences(question: str, queries: list[str], evidence: list[dict[str,
     """
     weights = query_terms(question, queries)
     own = query_terms(question, [])
+    wants_number = bool(_QUANTITY_RE.search(question))
     scored: list[tuple[float, float, str, str]] = []
     best_chunk = 0.0
     current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
@@ -90,6 +94,8 @@ def select_sentences(question: str, queries: list[str], evidence: list[dict[str,
                 continue
             unit_cov = term_coverage(weights, normalize_text(unit))
             score = 0.5 * unit_cov + 0.15 * chunk_cov + 0.35 / (rank + 1)
+            if wants_number and _DIGIT_RE.search(unit):
+                score += QUANTITY_BONUS
             scored.append((score, unit_cov, plain, item["id"]))
     if not scored or best_chunk < min_coverage:
         return []

