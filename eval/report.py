@@ -77,6 +77,8 @@ def render_summary(results: dict[str, Any], comparison: dict[str, Any] | None = 
     for row in target_rows(results):
         out.append(f"| {row['metric']} | {_pct(row['value'])} | {row['num']}/{row['den']} | "
                    f"{row['target']} | {row['verdict']} |")
+    if run.get("traces_dir"):
+        out += ["", f"Open any case's trace with `csagent trace TRACE_ID --traces-dir {run['traces_dir']}`."]
     missed = [r["metric"] for r in target_rows(results) if r["verdict"] == "FAIL"]
     strict = (results.get("extra_metrics") or {}).get("hallucination_rate_gold_only")
     if strict is not None:

@@ -24,6 +24,12 @@ class KnowledgeConfig:
         chunk_overlap: characters of overlap between consecutive pieces of a long section.
         recall_k: candidates recalled from each retriever before fusion/rerank.
         chroma_url: when set, use ``chromadb.HttpClient`` at this URL instead of a local dir.
+        expand_places: append the province-level region of each city named in a query to its
+            BM25 terms (「发哈尔滨要几天」 also searches 「黑龙江」; see :mod:`knowledge.gazetteer`).
+        superseded_penalty: fraction of the candidates' fused-score spread subtracted from
+            chunks whose document is superseded (``Chunk.superseded_by``), so the current policy
+            ranks first while old versions stay retrievable; 0 turns the demotion off. Hybrid
+            mode only (see :func:`knowledge.fusion.demote`).
 
     """
 
@@ -35,6 +41,8 @@ class KnowledgeConfig:
     chunk_overlap: int = 64
     recall_k: int = 30
     chroma_url: str | None = None
+    expand_places: bool = True
+    superseded_penalty: float = 0.1
 
     def __post_init__(self) -> None:
         if self.fusion not in FUSIONS:
@@ -49,6 +57,10 @@ class KnowledgeConfig:
             )
         if self.recall_k < 1:
             raise UsageError(f"recall_k must be positive, got {self.recall_k}")
+        if not 0.0 <= self.superseded_penalty <= 1.0:
+            raise UsageError(
+                f"superseded_penalty must be in [0, 1], got {self.superseded_penalty}"
+            )
 
     @classmethod
     def from_settings(cls, settings: Any) -> KnowledgeConfig:
@@ -65,6 +77,8 @@ class KnowledgeConfig:
                 "chunk_overlap",
                 "recall_k",
                 "chroma_url",
+                "expand_places",
+                "superseded_penalty",
             )
         }
         return cls(**values)

@@ -12,6 +12,10 @@ BM25 and dense candidates, where
 
 Degenerate sets (one candidate, or all scores equal) map to 0.5 (bm25) and 1.0 (cosine).
 Reciprocal rank fusion (``rrf``) sums ``1 / (k + rank)`` over the rankings (k = 60).
+
+:func:`demote` lowers the fused score of chunks from superseded documents by a fixed amount
+(weighted scores live in [0, 1], so a penalty of 0.1 is a tenth of the scale; for RRF the
+penalty is scaled to the RRF range, see :func:`demote`).
 """
 
 from __future__ import annotations
@@ -71,3 +75,29 @@ def rrf_fusion(rankings: Sequence[Sequence[str]], k: int = 60) -> dict[str, floa
         for rank, item in enumerate(ranking, start=1):
             out[item] = out.get(item, 0.0) + 1.0 / (k + rank)
     return out
+
+
+def demote(
+    scores: Sequence[float] | FloatArray, flags: Sequence[bool] | NDArray[np.bool_], penalty: float
+) -> FloatArray:
+    """Return ``scores`` with ``penalty * (max - min)`` subtracted where ``flags`` is true.
+
+    The penalty is relative to the spread of the candidate scores, so it means the same for
+    weighted fusion (scores in [0, 1]) and RRF (scores around 1/60). With ``penalty`` 0, or no
+    flagged candidate, the scores are returned unchanged (as a float array).
+
+    Raises:
+        ValueError: ``penalty`` is outside [0, 1] or the lengths differ.
+
+    """
+    if not 0.0 <= penalty <= 1.0:
+        raise ValueError(f"penalty must be in [0, 1], got {penalty}")
+    arr = np.asarray(scores, dtype=np.float64).copy()
+    mask = np.asarray(flags, dtype=bool)
+    if mask.shape != arr.shape:
+        raise ValueError("one flag per score is needed")
+    if arr.size == 0 or penalty == 0.0 or not mask.any():
+        return arr
+    spread = float(arr.max() - arr.min()) or 1.0
+    arr[mask] -= penalty * spread
+    return arr

@@ -31,8 +31,8 @@ from csagent.errors import IndexNotFoundError, UsageError
 from knowledge.bm25 import BM25Index
 from knowledge.config import KnowledgeConfig
 from knowledge.embeddings import Embedder, get_embedder
-from knowledge.fusion import rrf_fusion, weighted_fusion
-from knowledge.normalize import configure_jieba, tokenize_query
+from knowledge.fusion import demote, rrf_fusion, weighted_fusion
+from knowledge.normalize import configure_jieba, expand_query_places, tokenize_query
 from knowledge.rerank import CrossEncoderReranker, LexicalReranker, Reranker, resolve_reranker_name
 from knowledge.types import Chunk, Hit, SearchMode
 from knowledge.vector import ChromaStore
@@ -212,11 +212,14 @@ class KnowledgeIndex:
         reranker: Reranker | None | str = "config",
         fusion: str | None = None,
         alpha: float | None = None,
+        superseded_penalty: float | None = None,
+        expand_places: bool | None = None,
     ) -> tuple[list[Hit], dict[str, float]]:
         """Run :meth:`search` and return the hits with per-stage milliseconds.
 
-        The extra arguments (``reranker``, ``fusion``, ``alpha``) let the benchmark sweep
-        settings without reloading the index.
+        The extra arguments (``reranker``, ``fusion``, ``alpha``, ``superseded_penalty``,
+        ``expand_places``; None = the config's value) let the benchmark sweep settings without
+        reloading the index.
         """
         if not isinstance(query, str) or not query.strip():
             raise UsageError("the query is empty")
@@ -238,12 +241,17 @@ class KnowledgeIndex:
             ranker = self.reranker("lexical")
         fusion = fusion or self.config.fusion
         alpha = self.config.fusion_alpha if alpha is None else alpha
+        if superseded_penalty is None:
+            superseded_penalty = self.config.superseded_penalty
+        if expand_places is None:
+            expand_places = self.config.expand_places
 
         bm25_scores: NDArray[np.float32] | None = None
         bm25_top: list[int] = []
         if mode in ("bm25", "hybrid"):
             t0 = time.perf_counter()
-            bm25_scores = self.bm25.scores(tokenize_query(query))
+            bm25_query = expand_query_places(query) if expand_places else query
+            bm25_scores = self.bm25.scores(tokenize_query(bm25_query))
             n = recall if (mode == "hybrid" or ranker) else k
             idx, _ = _top(bm25_scores, n)
             bm25_top = [int(i) for i in idx]
@@ -281,6 +289,9 @@ class KnowledgeIndex:
                 fused = np.asarray([rrf.get(str(i), 0.0) for i in cands])
             else:
                 fused = weighted_fusion(b, c, alpha)
+            if superseded_penalty:
+                old = [self._chunks[i].superseded_by is not None for i in cands]
+                fused = demote(fused, old, superseded_penalty)
             order = np.lexsort((np.asarray(cands), -fused))
             hits = [Hit(chunk=self._chunks[cands[j]], score=float(fused[j]), bm25=float(b[j]),
                         dense=float(c[j]), fused=float(fused[j])) for j in order]

@@ -21,6 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from knowledge.gazetteer import expand_places
+
 logger = logging.getLogger(__name__)
 
 # Shop vocabulary, written in normalised form (digits, lower case, simplified).
@@ -215,3 +217,14 @@ def bm25_terms(text: str) -> list[str]:
 def tokenize_query(text: str) -> tuple[str, ...]:
     """Return :func:`bm25_terms` of a query, cached (queries repeat in chat and benchmarks)."""
     return tuple(bm25_terms(text))
+
+
+def expand_query_places(text: str) -> str:
+    """Return ``text`` with the province-level regions of the cities it names appended.
+
+    Policies list delivery times and fees by province or region while customers name their
+    city: 「发哈尔滨要几天」 → 「发哈尔滨要几天 黑龙江」 (see :mod:`knowledge.gazetteer`). Regions
+    the text already names are not repeated; text without a known city is returned unchanged.
+    """
+    regions = expand_places(normalize_text(text))
+    return f"{text} {' '.join(regions)}" if regions else text

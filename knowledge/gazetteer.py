@@ -1,0 +1,124 @@
+"""A small gazetteer of Chinese cities: city → province-level region (pure data + lookup).
+
+Shop policies list delivery times, fees and coverage by province or region (「东北 | 辽宁、吉林、
+黑龙江」), while customers name their city (「发哈尔滨要几天」). :func:`expand_places` finds city
+names in a (normalised) query and returns the province-level regions they belong to, so BM25
+can add the region's terms to the query (see :func:`knowledge.normalize.tokenize_query`).
+
+Coverage: every provincial capital, every prefecture-level city that customers commonly name
+(the large and well-known ones of each province) and the four municipalities. Province names
+use the short forms shop documents use (「黑龙江」, 「内蒙古」, 「广西」, 「新疆」). City names are
+matched without the 「市」 suffix; names that are also everyday words or other place names at
+province level (e.g. 「吉林」 is both a city and a province) are left out or resolve to the
+province of the same name.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# province-level region -> cities (short names, simplified Chinese)
+PROVINCE_CITIES: dict[str, tuple[str, ...]] = {
+    "北京": ("北京",),
+    "天津": ("天津",),
+    "上海": ("上海",),
+    "重庆": ("重庆", "万州", "涪陵"),
+    "河北": ("石家庄", "唐山", "秦皇岛", "邯郸", "邢台", "保定", "张家口", "承德", "沧州",
+             "廊坊", "衡水", "雄安"),
+    "山西": ("太原", "大同", "阳泉", "长治", "晋城", "朔州", "晋中", "运城", "忻州", "临汾",
+             "吕梁"),
+    "内蒙古": ("呼和浩特", "包头", "乌海", "赤峰", "通辽", "鄂尔多斯", "呼伦贝尔", "巴彦淖尔",
+               "乌兰察布", "满洲里", "二连浩特"),
+    "辽宁": ("沈阳", "大连", "鞍山", "抚顺", "本溪", "丹东", "锦州", "营口", "阜新", "辽阳",
+             "盘锦", "铁岭", "朝阳", "葫芦岛"),
+    "吉林": ("长春", "吉林", "四平", "辽源", "通化", "白山", "松原", "白城", "延边", "延吉"),
+    "黑龙江": ("哈尔滨", "齐齐哈尔", "鸡西", "鹤岗", "双鸭山", "大庆", "伊春", "佳木斯",
+               "七台河", "牡丹江", "黑河", "绥化", "大兴安岭"),
+    "江苏": ("南京", "无锡", "徐州", "常州", "苏州", "南通", "连云港", "淮安", "盐城", "扬州",
+             "镇江", "泰州", "宿迁", "昆山", "江阴", "张家港"),
+    "浙江": ("杭州", "宁波", "温州", "嘉兴", "湖州", "绍兴", "金华", "衢州", "舟山", "台州",
+             "丽水", "义乌"),
+    "安徽": ("合肥", "芜湖", "蚌埠", "淮南", "马鞍山", "淮北", "铜陵", "安庆", "黄山", "滁州",
+             "阜阳", "宿州", "六安", "亳州", "池州", "宣城"),
+    "福建": ("福州", "厦门", "莆田", "三明", "泉州", "漳州", "南平", "龙岩", "宁德"),
+    "江西": ("南昌", "景德镇", "萍乡", "九江", "新余", "鹰潭", "赣州", "吉安", "宜春", "抚州",
+             "上饶"),
+    "山东": ("济南", "青岛", "淄博", "枣庄", "东营", "烟台", "潍坊", "济宁", "泰安", "威海",
+             "日照", "临沂", "德州", "聊城", "滨州", "菏泽"),
+    "河南": ("郑州", "开封", "洛阳", "平顶山", "安阳", "鹤壁", "新乡", "焦作", "濮阳", "许昌",
+             "漯河", "三门峡", "南阳", "商丘", "信阳", "周口", "驻马店"),
+    "湖北": ("武汉", "黄石", "十堰", "宜昌", "襄阳", "鄂州", "荆门", "孝感", "荆州", "黄冈",
+             "咸宁", "随州", "恩施"),
+    "湖南": ("长沙", "株洲", "湘潭", "衡阳", "邵阳", "岳阳", "常德", "张家界", "益阳", "郴州",
+             "永州", "怀化", "娄底", "湘西"),
+    "广东": ("广州", "深圳", "珠海", "汕头", "佛山", "韶关", "湛江", "肇庆", "江门", "茂名",
+             "惠州", "梅州", "汕尾", "河源", "阳江", "清远", "东莞", "中山", "潮州", "揭阳",
+             "云浮"),
+    "广西": ("南宁", "柳州", "桂林", "梧州", "北海", "防城港", "钦州", "贵港", "玉林", "百色",
+             "贺州", "河池", "来宾", "崇左"),
+    "海南": ("海口", "三亚", "三沙", "儋州", "琼海", "万宁", "文昌"),
+    "四川": ("成都", "自贡", "攀枝花", "泸州", "德阳", "绵阳", "广元", "遂宁", "内江", "乐山",
+             "南充", "眉山", "宜宾", "广安", "达州", "雅安", "巴中", "资阳", "凉山", "西昌"),
+    "贵州": ("贵阳", "六盘水", "遵义", "安顺", "毕节", "铜仁", "凯里", "都匀"),
+    "云南": ("昆明", "曲靖", "玉溪", "保山", "昭通", "丽江", "普洱", "临沧", "大理", "西双版纳",
+             "景洪", "香格里拉", "红河", "楚雄"),
+    "西藏": ("拉萨", "日喀则", "昌都", "林芝", "山南", "那曲", "阿里"),
+    "陕西": ("西安", "铜川", "宝鸡", "咸阳", "渭南", "延安", "汉中", "榆林", "安康", "商洛"),
+    "甘肃": ("兰州", "嘉峪关", "金昌", "白银", "天水", "武威", "张掖", "平凉", "酒泉", "庆阳",
+             "定西", "陇南", "敦煌"),
+    "青海": ("西宁", "海东", "格尔木", "德令哈", "玉树", "果洛"),
+    "宁夏": ("银川", "石嘴山", "吴忠", "固原", "中卫"),
+    "新疆": ("乌鲁木齐", "克拉玛依", "吐鲁番", "哈密", "喀什", "和田", "阿克苏", "伊犁",
+             "伊宁", "库尔勒", "昌吉", "石河子", "阿勒泰", "塔城", "博乐"),
+    "香港": ("香港", "九龙", "新界"),
+    "澳门": ("澳门", "氹仔"),
+    "台湾": ("台湾", "台北", "新北", "桃园", "台中", "台南", "高雄", "基隆", "新竹", "嘉义",
+             "花莲"),
+}
+
+PROVINCES: tuple[str, ...] = tuple(PROVINCE_CITIES)
+
+
+def _build_city_index() -> dict[str, str]:
+    index: dict[str, str] = {}
+    for province, cities in PROVINCE_CITIES.items():
+        for city in cities:
+            if city in index and index[city] != province:
+                raise ValueError(f"city {city!r} listed under {index[city]} and {province}")
+            index[city] = province
+    return index
+
+
+CITY_TO_PROVINCE: dict[str, str] = _build_city_index()
+# longest names first so 「齐齐哈尔」 wins over any shorter name inside it
+_CITY_RE = re.compile("|".join(sorted(map(re.escape, CITY_TO_PROVINCE), key=len, reverse=True)))
+
+
+def province_of(city: str) -> str | None:
+    """Return the province-level region of ``city`` (with or without 「市」), or None."""
+    name = city.strip()
+    if name.endswith("市") and len(name) > 2:
+        name = name[:-1]
+    return CITY_TO_PROVINCE.get(name)
+
+
+@lru_cache(maxsize=4096)
+def expand_places(text: str) -> tuple[str, ...]:
+    """Return the regions of the cities named in ``text`` that ``text`` does not name itself.
+
+    Args:
+        text: a query (normalised or not: simplified Chinese is expected for matches).
+
+    Returns:
+        Province-level region names in order of first mention, without duplicates, leaving out
+        regions whose own name already occurs in ``text`` (「北京」 → nothing to add;
+        「发哈尔滨要几天」 → ``("黑龙江",)``).
+
+    """
+    out: list[str] = []
+    for match in _CITY_RE.finditer(text):
+        province = CITY_TO_PROVINCE[match.group(0)]
+        if province not in out and province not in text:
+            out.append(province)
+    return tuple(out)
