@@ -68,7 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_process()
     parser = build_parser()
     args = parser.parse_args(argv)
-    level = logging.WARNING - 10 * min(args.verbose, 2)
+    base = logging.getLevelName(os.environ.get("CSAGENT_LOG_LEVEL", "WARNING").upper())
+    base = base if isinstance(base, int) else logging.WARNING
+    level = base - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
