@@ -11,6 +11,12 @@
   estimate (alpha picked on one half, scored on the other) so the chosen alpha's number is not
   only a best-of-sweep number.
 * Rerank: the lexical-coverage reranker swept over beta, compared with no rerank.
+* Query features: the city → region gazetteer expansion of BM25 queries (``place_weight``) and
+  the demotion of superseded documents in fusion (``superseded_penalty``), each switched on and
+  off for every mode and swept, so each one's effect on MRR@10 and R@5 is visible.
+* Label audit: gold spans added to the dev set after reading the chunks that outrank the gold
+  (:data:`LABEL_AUDIT`) are listed, checked to be present, and the default pipeline is also
+  scored with the labels as they were before the audit.
 * Latency: per-stage p50/p95 of hybrid search at 1k/10k/100k chunks. The corpus is scaled up
   synthetically: chunk i is the real chunk ``i mod n`` with ~15 % of its BM25 tokens dropped and
   two random vocabulary tokens added, and its vector is the real vector plus Gaussian noise
@@ -26,6 +32,7 @@ Writes ``report.md`` and ``results.json`` into ``--report`` (default ``reports/r
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
 import os
@@ -60,6 +67,37 @@ DATASET = REPO_ROOT / "eval" / "datasets" / "retrieval_dev.jsonl"
 ALPHAS = [round(0.1 * i, 1) for i in range(11)]
 BETAS = [0.1, 0.25, 0.5, 1.0]
 KS = (1, 5, 10)
+PENALTIES = [0.0, 0.1, 0.2, 0.3, 0.5, 1.0]
+PLACE_WEIGHTS = [0.0, 0.25, 0.5, 0.75, 1.0]
+
+# Label corrections made after reading the chunks that outranked the gold ones: each added
+# span is verbatim from a chunk that states the answer to the query on its own. Listed here so
+# the report shows them; the benchmark checks they are in the dev set and also scores the
+# labels without them.
+LABEL_AUDIT: list[dict[str, str]] = [
+    {"qid": "r023", "span": "普通会员所有等级的包邮门槛相同：实付满99元包邮",
+     "chunk": "membership-regular FAQ 7.1 我是金牌会员，买多少包邮？",
+     "why": "states the free-shipping threshold (99元, 199元 for 新疆/西藏/青海) for all regular members"},
+    {"qid": "r033", "span": "同省10元，跨省12元，新疆西藏青海25元",
+     "chunk": "shipping-insurance 六、与2024年版的主要变化 (table)",
+     "why": "the current-version column states every payout amount of 运费险"},
+    {"qid": "r057", "span": "台湾地区为7-10个工作日",
+     "chunk": "delivery-times FAQ 7.4 寄到香港要多久？",
+     "why": "states the Taiwan delivery time, the same fact as the table row"},
+    {"qid": "r174", "span": "个人年度限额为26000元",
+     "chunk": "cross-border FAQ 9.3 今年已经买了2万多还能买吗？",
+     "why": "states the yearly cross-border limit, the same fact as the table row"},
+    {"qid": "r210", "span": "同省10元，跨省12元，新疆西藏青海25元",
+     "chunk": "shipping-insurance 六、与2024年版的主要变化 (table)",
+     "why": "the current-version column states the payout (江浙沪 returns: 同省10元/跨省12元)"},
+    {"qid": "r211", "span": "赔付金额在退货仓签收后24小时内进入优选汇余额",
+     "chunk": "shipping-insurance FAQ 8.2 运费险赔的钱到哪里了？",
+     "why": "answers where the payout goes (优选汇余额, not 支付宝)"},
+    {"qid": "r214", "span": "付款后30天，系统每天自动检测并退还差价", "doc": "membership-plus",
+     "chunk": "membership-plus FAQ 7.4 Plus会员的价保是多少天？",
+     "why": "states the Plus price-protection period (30 days from payment); its document "
+            "membership-plus was added to gold_doc_ids"},
+]
 
 
 def cpu_seconds() -> float:
@@ -118,6 +156,36 @@ def resolve_gold(items: list[dict[str, Any]], index: KnowledgeIndex) -> list[str
             errors.append(f"{item.get('qid')}: gold documents not in the index: {missing_docs}")
         item["gold_chunk_ids"] = ids
     return errors
+
+
+def check_label_audit(items: list[dict[str, Any]]) -> list[str]:
+    """Return the audited label changes that are missing from the dev set (should be none)."""
+    by_qid = {i.get("qid"): i for i in items}
+    errors = []
+    for change in LABEL_AUDIT:
+        item = by_qid.get(change["qid"])
+        if item is None or change["span"] not in (item.get("gold_spans") or []):
+            errors.append(f"{change['qid']}: audited span {change['span']!r} not in the dev set")
+        elif change.get("doc") and change["doc"] not in item["gold_doc_ids"]:
+            errors.append(f"{change['qid']}: audited document {change['doc']} not in gold_doc_ids")
+    return errors
+
+
+def labels_before_audit(items: list[dict[str, Any]], index: KnowledgeIndex) -> list[dict[str, Any]]:
+    """Return a copy of the dev set without the :data:`LABEL_AUDIT` changes, gold re-resolved."""
+    old = copy.deepcopy(items)
+    by_qid = {i.get("qid"): i for i in old}
+    for change in LABEL_AUDIT:
+        item = by_qid.get(change["qid"])
+        if item is None:
+            continue
+        item["gold_spans"] = [sp for sp in item.get("gold_spans") or [] if sp != change["span"]]
+        if change.get("doc"):
+            item["gold_doc_ids"] = [d for d in item["gold_doc_ids"] if d != change["doc"]]
+    errors = resolve_gold(old, index)
+    if errors:
+        raise UsageError("gold spans not found (labels before audit):\n  " + "\n  ".join(errors))
+    return old
 
 
 # -- metrics ----------------------------------------------------------------------------------
@@ -311,6 +379,32 @@ def bench_latency(index: KnowledgeIndex, queries: Sequence[str], reranker: Reran
     return out
 
 
+def bench_features(items: list[dict[str, Any]], index: KnowledgeIndex, alpha: float,
+                   config: KnowledgeConfig) -> dict[str, Any]:
+    """Measure the gazetteer expansion and the superseded demotion, alone and together."""
+
+    def score(mode: str, **kw: Any) -> dict[str, Any]:
+        res = evaluate(items, lambda q: index.search_timed(q, mode=mode, k=10, rerank=False,  # type: ignore[arg-type]
+                                                           alpha=alpha, **kw)[0])
+        return {"chunk": res["chunk"], "doc": res["doc"]}
+
+    variants = {
+        "both off": {"place_weight": 0.0, "superseded_penalty": 0.0},
+        "gazetteer only": {"place_weight": config.place_weight, "superseded_penalty": 0.0},
+        "demotion only": {"place_weight": 0.0, "superseded_penalty": config.superseded_penalty},
+        "both on (default)": {"place_weight": config.place_weight,
+                              "superseded_penalty": config.superseded_penalty},
+    }
+    ablation = {name: {mode: score(mode, **kw) for mode in ("bm25", "vector", "hybrid")}
+                for name, kw in variants.items()}
+    penalty = [{"penalty": p, **score("hybrid", superseded_penalty=p)} for p in PENALTIES]
+    place = [{"weight": w, "bm25": score("bm25", place_weight=w), "hybrid": score("hybrid", place_weight=w)}
+             for w in PLACE_WEIGHTS]
+    return {"ablation": ablation, "penalty_sweep": penalty, "place_sweep": place,
+            "defaults": {"place_weight": config.place_weight,
+                         "superseded_penalty": config.superseded_penalty}}
+
+
 # -- report -----------------------------------------------------------------------------------
 
 
@@ -319,6 +413,71 @@ def fmt_row(name: str, block: dict[str, float] | None) -> str:
     if not block:
         return f"| {name} | – | – | – | – |"
     return f"| {name} | {block['R@1']:.3f} | {block['R@5']:.3f} | {block['R@10']:.3f} | {block['MRR@10']:.3f} |"
+
+
+def feature_lines(feat: dict[str, Any]) -> list[str]:
+    """Return the report section on the gazetteer expansion and the superseded demotion."""
+    d = feat["defaults"]
+    lines = [
+        "## Query features: city → region gazetteer, superseded demotion", "",
+        f"Gazetteer (`place_weight`={d['place_weight']}): the province-level region of each "
+        "city a query names (knowledge/gazetteer.py: all provincial capitals and ~320 other "
+        "major cities) is added to the BM25 query with that weight (「发哈尔滨要几天」 also searches "
+        "「黑龙江」). It changes BM25 and the BM25 side of hybrid only; vector is unaffected.",
+        f"Demotion (`superseded_penalty`={d['superseded_penalty']}): in fusion, chunks of a "
+        "superseded document lose that fraction of the candidates' fused-score spread, unless "
+        "the query asks for an old version (「旧版」, 「2024版」, 「旧规则」 …). Hybrid only.", "",
+        "| variant | mode | chunk R@1 | chunk R@5 | chunk MRR@10 | doc R@5 | doc MRR@10 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, modes in feat["ablation"].items():
+        for mode, r in modes.items():
+            c, dd = r["chunk"], r["doc"]
+            lines.append(f"| {name} | {mode} | {c['R@1']:.3f} | {c['R@5']:.3f} | {c['MRR@10']:.3f} | "
+                         f"{dd['R@5']:.3f} | {dd['MRR@10']:.3f} |")
+    lines += ["", "Superseded penalty sweep (hybrid, gazetteer on):", "",
+              "| penalty | chunk R@5 | chunk MRR@10 | doc MRR@10 |", "|---|---|---|---|"]
+    for row in feat["penalty_sweep"]:
+        lines.append(f"| {row['penalty']} | {row['chunk']['R@5']:.3f} | {row['chunk']['MRR@10']:.3f} | "
+                     f"{row['doc']['MRR@10']:.3f} |")
+    lines += ["", "Gazetteer weight sweep (demotion on):", "",
+              "| place_weight | bm25 chunk R@5 | bm25 chunk MRR@10 | hybrid chunk R@5 | hybrid chunk MRR@10 |",
+              "|---|---|---|---|---|"]
+    for row in feat["place_sweep"]:
+        b, h = row["bm25"]["chunk"], row["hybrid"]["chunk"]
+        lines.append(f"| {row['weight']} | {b['R@5']:.3f} | {b['MRR@10']:.3f} | {h['R@5']:.3f} | "
+                     f"{h['MRR@10']:.3f} |")
+    return lines + [""]
+
+
+def audit_lines(audit: dict[str, Any], quality: dict[str, Any]) -> list[str]:
+    """Return the label-audit section: every label change and its effect on the numbers."""
+    changes = audit["changes"]
+    lines = [
+        f"## Label audit ({len(changes)} label changes)", "",
+        "The chunk-level misses were read one by one. Where a chunk that ranked above the gold "
+        "states the answer on its own (usually an FAQ entry repeating a table cell), a verbatim "
+        "span of it was added to the query's `gold_spans` and gold_chunk_ids re-resolved. This "
+        "corrects the labels; it is not tuning. Misses whose top chunks do not answer the "
+        "question were left as they are.", "",
+        "| qid | added gold span | chunk | why it answers |", "|---|---|---|---|",
+    ]
+    for ch in changes:
+        lines.append(f"| {ch['qid']} | 「{ch['span']}」 | {ch['chunk']} | {ch['why']} |")
+    if audit["missing"]:
+        lines += ["", "**Audited changes missing from the dev set:** " + "; ".join(audit["missing"])]
+    lines += ["", "Same run, labels before vs after the audit (chunk level):", "",
+              "| mode, features | labels | R@1 | R@5 | R@10 | MRR@10 | doc MRR@10 |",
+              "|---|---|---|---|---|---|---|"]
+    for name, r in audit["before_labels"].items():
+        c = r["chunk"]
+        lines.append(f"| {name} | before audit | {c['R@1']:.3f} | {c['R@5']:.3f} | {c['R@10']:.3f} | "
+                     f"{c['MRR@10']:.3f} | {r['doc']['MRR@10']:.3f} |")
+    for mode in ("bm25", "vector", "hybrid"):
+        c = quality[mode]["chunk"]
+        lines.append(f"| {mode} default | after audit | {c['R@1']:.3f} | {c['R@5']:.3f} | {c['R@10']:.3f} | "
+                     f"{c['MRR@10']:.3f} | {quality[mode]['doc']['MRR@10']:.3f} |")
+    return lines + [""]
 
 
 def write_report(out: Path, results: dict[str, Any]) -> None:
@@ -337,7 +496,9 @@ def write_report(out: Path, results: dict[str, Any]) -> None:
         "",
         f"Defaults used: fusion=weighted, alpha={results['defaults']['alpha']}, "
         f"recall_k={results['defaults']['recall_k']}, reranker default = "
-        f"`{results['defaults']['reranker']}`.",
+        f"`{results['defaults']['reranker']}`, place_weight={results['features']['defaults']['place_weight']}, "
+        f"superseded_penalty={results['features']['defaults']['superseded_penalty']} "
+        "(all quality numbers below use the corrected labels; see the label audit).",
         "",
     ]
     for level in ("chunk", "doc"):
@@ -364,6 +525,8 @@ def write_report(out: Path, results: dict[str, Any]) -> None:
         c, d = row["chunk"] or row["doc"], row["doc"]
         lines.append(f"| {row['name']} | {c['MRR@10']:.3f} | {c['R@5']:.3f} | {d['MRR@10']:.3f} |")
     lines += ["", results["rerank_verdict"], ""]
+    lines += feature_lines(results["features"])
+    lines += audit_lines(results["label_audit"], results["quality"])
     lines += ["## Latency (hybrid search, k=5, recall_k=30; milliseconds)", "",
               "| chunks | encode p50/p95 | bm25 p50/p95 | dense p50/p95 | fusion p50/p95 | "
               "total p50/p95 | lexical rerank p50/p95 | build s | peak RSS MiB | load avg |",
@@ -396,8 +559,8 @@ def write_report(out: Path, results: dict[str, Any]) -> None:
     lines += [f"- {m['qid']} 「{m['query']}」 gold {m['gold']} got {m['top']}" for m in misses[:40]]
     cmisses = q["hybrid"]["chunk_misses_at_5"]
     lines += ["", f"## Hybrid chunk-level misses at 5 ({len(cmisses)})", "",
-              "Often the top hit is a different chunk that states the same fact (an FAQ entry "
-              "repeating a table cell) but is not labelled gold.", ""]
+              "After the label audit, the top chunks of these misses do not state the answer "
+              "on their own (see the label audit).", ""]
     lines += [f"- {m['qid']} ({m['type']}) 「{m['query']}」 gold {m['gold']} got {m['top']}"
               for m in cmisses[:40]]
     (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -509,6 +672,21 @@ def _run(args: argparse.Namespace, kb: Path, dataset_path: Path, out: Path,
     )
     results["rerank_verdict"] = verdict
     results["quality"] = quality
+
+    logger.warning("query features (gazetteer expansion, superseded demotion)")
+    results["features"] = bench_features(items, index, alpha, config)
+    results["label_audit"] = {
+        "changes": LABEL_AUDIT,
+        "missing": check_label_audit(items),
+    }
+    before = labels_before_audit(items, index)
+    off = {"place_weight": 0.0, "superseded_penalty": 0.0}
+    results["label_audit"]["before_labels"] = {
+        f"{mode} {name}": {k: evaluate(before, searcher(mode, rerank=False, alpha=alpha, **kw))[k]
+                           for k in ("chunk", "doc")}
+        for mode in ("bm25", "vector", "hybrid")
+        for name, kw in (("features off", off), ("default", {}))
+    }
     results["defaults"] = {"alpha": alpha, "recall_k": config.recall_k,
                            "reranker": "lexical" if gain > 0 else "none",
                            "lexical_beta": best_rr[1]}

@@ -10,8 +10,11 @@ Layout of an index dir (written by :mod:`knowledge.ingest`)::
     chroma/         the Chroma collection (unless CSAGENT_CHROMA_URL points at a server)
     cache/          vector cache (content hash -> vector); .jieba/ jieba's dictionary cache
 
-Search (hybrid): BM25 top ``recall_k`` and Chroma top ``recall_k``, union, exact cosine and BM25
-for every candidate, fusion (:mod:`knowledge.fusion`), optional rerank, top ``k``.
+Search (hybrid): BM25 top ``recall_k`` (the query's terms plus, with weight ``place_weight``,
+the region terms of the cities it names: :func:`knowledge.normalize.place_terms`) and Chroma top
+``recall_k``, union, exact cosine and BM25 for every candidate, fusion (:mod:`knowledge.fusion`),
+demotion of chunks from superseded documents (``superseded_penalty``; skipped when the query asks
+for an old version), optional rerank, top ``k``. ``Hit.fused`` is the score after demotion.
 """
 
 from __future__ import annotations
@@ -32,7 +35,12 @@ from knowledge.bm25 import BM25Index
 from knowledge.config import KnowledgeConfig
 from knowledge.embeddings import Embedder, get_embedder
 from knowledge.fusion import demote, rrf_fusion, weighted_fusion
-from knowledge.normalize import configure_jieba, expand_query_places, tokenize_query
+from knowledge.normalize import (
+    asks_for_old_version,
+    configure_jieba,
+    place_terms,
+    tokenize_query,
+)
 from knowledge.rerank import CrossEncoderReranker, LexicalReranker, Reranker, resolve_reranker_name
 from knowledge.types import Chunk, Hit, SearchMode
 from knowledge.vector import ChromaStore
@@ -213,12 +221,12 @@ class KnowledgeIndex:
         fusion: str | None = None,
         alpha: float | None = None,
         superseded_penalty: float | None = None,
-        expand_places: bool | None = None,
+        place_weight: float | None = None,
     ) -> tuple[list[Hit], dict[str, float]]:
         """Run :meth:`search` and return the hits with per-stage milliseconds.
 
         The extra arguments (``reranker``, ``fusion``, ``alpha``, ``superseded_penalty``,
-        ``expand_places``; None = the config's value) let the benchmark sweep settings without
+        ``place_weight``; None = the config's value) let the benchmark sweep settings without
         reloading the index.
         """
         if not isinstance(query, str) or not query.strip():
@@ -243,15 +251,17 @@ class KnowledgeIndex:
         alpha = self.config.fusion_alpha if alpha is None else alpha
         if superseded_penalty is None:
             superseded_penalty = self.config.superseded_penalty
-        if expand_places is None:
-            expand_places = self.config.expand_places
+        if place_weight is None:
+            place_weight = self.config.place_weight
 
         bm25_scores: NDArray[np.float32] | None = None
         bm25_top: list[int] = []
         if mode in ("bm25", "hybrid"):
             t0 = time.perf_counter()
-            bm25_query = expand_query_places(query) if expand_places else query
-            bm25_scores = self.bm25.scores(tokenize_query(bm25_query))
+            bm25_scores = self.bm25.scores(tokenize_query(query))
+            extra = place_terms(query) if place_weight else ()
+            if extra:
+                bm25_scores = bm25_scores + np.float32(place_weight) * self.bm25.scores(extra)
             n = recall if (mode == "hybrid" or ranker) else k
             idx, _ = _top(bm25_scores, n)
             bm25_top = [int(i) for i in idx]
@@ -289,7 +299,7 @@ class KnowledgeIndex:
                 fused = np.asarray([rrf.get(str(i), 0.0) for i in cands])
             else:
                 fused = weighted_fusion(b, c, alpha)
-            if superseded_penalty:
+            if superseded_penalty and not asks_for_old_version(query):
                 old = [self._chunks[i].superseded_by is not None for i in cands]
                 fused = demote(fused, old, superseded_penalty)
             order = np.lexsort((np.asarray(cands), -fused))

@@ -219,12 +219,30 @@ def tokenize_query(text: str) -> tuple[str, ...]:
     return tuple(bm25_terms(text))
 
 
-def expand_query_places(text: str) -> str:
-    """Return ``text`` with the province-level regions of the cities it names appended.
+@lru_cache(maxsize=4096)
+def place_terms(text: str) -> tuple[str, ...]:
+    """Return BM25 terms of the province-level regions of the cities ``text`` names.
 
     Policies list delivery times and fees by province or region while customers name their
-    city: 「发哈尔滨要几天」 → 「发哈尔滨要几天 黑龙江」 (see :mod:`knowledge.gazetteer`). Regions
-    the text already names are not repeated; text without a known city is returned unchanged.
+    city: for 「发哈尔滨要几天」 this returns the terms of 「黑龙江」 (see
+    :mod:`knowledge.gazetteer`). Regions the text already names are left out; text without a
+    known city gives ``()``. The caller decides how much these terms weigh.
     """
     regions = expand_places(normalize_text(text))
-    return f"{text} {' '.join(regions)}" if regions else text
+    return tuple(bm25_terms(" ".join(regions))) if regions else ()
+
+
+_OLD_VERSION_RE = re.compile(
+    r"旧版|老版|上一版|之前的版本|以前的版本|\d{4}年?版|旧的?(?:规则|政策|条款|标准|规定)"
+    r"|(?:以前|之前|原来)的?(?:规则|政策|条款|标准|规定)"
+)
+
+
+def asks_for_old_version(text: str) -> bool:
+    """Return True when ``text`` explicitly asks about an old version of a policy.
+
+    「旧版价保的差价退到哪里」, 「2024版运费险江浙沪赔付多少」 and 「按旧规则怎么算」 do;
+    「以旧换新」 and 「以前的手机号停用了」 do not. Search uses it to skip the demotion of
+    superseded documents for such questions.
+    """
+    return bool(_OLD_VERSION_RE.search(normalize_text(text)))

@@ -19,7 +19,15 @@ from graph.state import State
 from knowledge.normalize import normalize_text, tokenize
 from nodes.claims import split_units, strip_citations
 from nodes.evidence import render_evidence
+from nodes.extract import (
+    build_candidates,
+    choose,
+    content_terms,
+    score_candidates,
+    slot_terms,
+)
 from nodes.llm import structured_call
+from nodes.normalize import normalize_for_compare
 from nodes.profiles import load_profile
 from nodes.prompts import GENERATE_SYSTEM, GENERATE_USER, REFLECT_FEEDBACK
 from nodes.respond import NO_ANSWER
@@ -29,9 +37,6 @@ QUESTION_FILLERS = ("请问", "你们", "我的", "我", "吗", "呢", "怎么",
                     "可不可以", "一下", "啊", "呀", "吧", "哪些", "如何", "是否", "想问", "知道")
 CANNOT_CONFIRM = "其余内容无法确认，如需进一步核实可以为您转人工客服。"
 MAX_SENTENCES = 3
-QUANTITY_BONUS = 0.15  # a 「多久/多少/几天」 question prefers sentences that state a number
-_QUANTITY_RE = re.compile(r"多久|几天|多少|几[个张次号点期]|多长|最多|最少|最晚|什么时候|哪天|多大|几")
-_DIGIT_RE = re.compile(r"\d")
 _LIST_MARKER_RE = re.compile(r"^(?:[-*•]\s*|\d{1,2}[.、)]\s*(?!\d)|[（(]\d{1,2}[)）]\s*)")
 _TERMINATORS = "。！？!?；;，, "
 
@@ -65,9 +70,28 @@ def term_coverage(weights: dict[str, float], text: str) -> float:
     return sum(w for t, w in weights.items() if t in text) / total if total else 0.0
 
 
+SLOT_WEIGHT = 1.5  # regions, tiers, payment methods and numbers the question names
+
+
+def answer_terms(question: str, queries: list[str]) -> dict[str, float]:
+    """Return the weighted terms an answer should cover: question 1.0, slots 1.5, expansions 0.5."""
+    weights = dict.fromkeys(content_terms(tokenize(normalize_for_compare(question))), 1.0)
+    for slot in slot_terms(question):
+        weights[slot] = SLOT_WEIGHT  # also when jieba already produced it as a token
+    for query in queries[1:]:
+        for term in content_terms(tokenize(normalize_for_compare(query))):
+            weights.setdefault(term, 0.5)
+    return weights
+
+
 def select_sentences(question: str, queries: list[str], evidence: list[dict[str, Any]],
                      min_coverage: float, dropped: set[str]) -> list[tuple[str, str]]:
     """Return up to three (sentence, evidence id) pairs that best answer the question.
+
+    The gate (``min_coverage``) is unchanged: the best current chunk (title, headings and
+    text) must cover that weighted share of the query terms. Sentences are then scored and
+    chosen by :mod:`nodes.extract` (IDF-weighted term coverage, FAQ headings, table row
+    headers, the asked answer type) and returned in evidence order within a chunk.
 
     Args:
         question: The customer's question.
@@ -79,36 +103,23 @@ def select_sentences(question: str, queries: list[str], evidence: list[dict[str,
     """
     weights = query_terms(question, queries)
     own = query_terms(question, [])
-    wants_number = bool(_QUANTITY_RE.search(question))
-    scored: list[tuple[float, float, str, str]] = []
-    best_chunk = 0.0
     current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
-    for rank, item in enumerate(current):
+    best_chunk = 0.0
+    for item in current:
         whole = normalize_text(f"{item.get('title', '')} {' '.join(item.get('heading_path') or [])} "
                                f"{item.get('text', '')}")
-        chunk_cov = term_coverage(weights, whole)
-        best_chunk = max(best_chunk, chunk_cov, term_coverage(own, whole))
-        for unit in sentence_units(item.get("text", "")):
-            plain = strip_citations(unit).strip(_TERMINATORS)
-            if plain in dropped:
-                continue
-            unit_cov = term_coverage(weights, normalize_text(unit))
-            score = 0.5 * unit_cov + 0.15 * chunk_cov + 0.35 / (rank + 1)
-            if wants_number and _DIGIT_RE.search(unit):
-                score += QUANTITY_BONUS
-            scored.append((score, unit_cov, plain, item["id"]))
-    if not scored or best_chunk < min_coverage:
+        best_chunk = max(best_chunk, term_coverage(weights, whole), term_coverage(own, whole))
+    candidates = build_candidates(current, sentence_units, dropped,
+                                  lambda u: strip_citations(u).strip(_TERMINATORS))
+    if not candidates or best_chunk < min_coverage:
         return []
-    scored.sort(key=lambda s: -s[0])
-    top, top_unit = scored[0][0], scored[0][1]
-    chosen: list[tuple[str, str]] = []
-    for score, unit_cov, plain, eid in scored:
-        if score >= max(0.2, 0.8 * top) and unit_cov >= 0.6 * top_unit \
-                and all(plain != c[0] for c in chosen):
-            chosen.append((plain, eid))
-        if len(chosen) >= MAX_SENTENCES:
-            break
-    return chosen
+    terms = answer_terms(question, queries)
+    score_candidates(question, terms, candidates)
+    chosen = choose(candidates, MAX_SENTENCES)
+    order = {id(c): i for i, c in enumerate(candidates)}
+    groups = list(dict.fromkeys(c.evidence_id for c in chosen))
+    chosen.sort(key=lambda c: (groups.index(c.evidence_id), order[id(c)]))
+    return [(c.text, c.evidence_id) for c in chosen]
 
 
 def compose_offline(state: State, min_coverage: float) -> tuple[str, str | None]:

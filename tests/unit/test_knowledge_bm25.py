@@ -108,3 +108,21 @@ def test_rrf() -> None:
     assert scores["a"] == pytest.approx(1 / 61)
     assert scores["d"] == pytest.approx(1 / 62)
     assert max(scores, key=scores.__getitem__) == "b"
+
+
+def test_demote() -> None:
+    from knowledge.fusion import demote
+
+    scores = np.array([0.9, 0.5, 0.1])
+    out = demote(scores, [True, False, False], 0.25)
+    np.testing.assert_allclose(out, [0.9 - 0.25 * 0.8, 0.5, 0.1])
+    assert scores[0] == 0.9  # input untouched
+    np.testing.assert_allclose(demote(scores, [True, True, True], 0.0), scores)
+    np.testing.assert_allclose(demote(scores, [False, False, False], 0.5), scores)
+    # equal scores: the spread falls back to 1
+    np.testing.assert_allclose(demote([0.4, 0.4], [False, True], 0.1), [0.4, 0.3])
+    assert demote([], [], 0.3).size == 0
+    with pytest.raises(ValueError):
+        demote(scores, [True], 0.1)
+    with pytest.raises(ValueError):
+        demote(scores, [True, False, False], 1.5)

@@ -216,6 +216,38 @@ def test_superseded_by(tmp_path: Path) -> None:
     assert by_doc["pp-v2"].superseded_by is None
 
 
+def test_superseded_demotion_and_place_expansion(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "v1.md").write_text("---\nid: pp-v1\ntitle: 价保旧版\nstatus: superseded\n---\n"
+                              "价保期为签收后7天。\n", encoding="utf-8")
+    (kb / "v2.md").write_text("---\nid: pp-v2\ntitle: 价保新版\nsupersedes: pp-v1\n---\n"
+                              "价保期为付款后15天。\n", encoding="utf-8")
+    (kb / "ship.md").write_text(
+        "---\nid: ship\ntitle: 配送时效\n---\n# 配送时效\n\n| 地区 | 覆盖范围 | 时效 |\n|---|---|---|\n"
+        "| 东北 | 辽宁、吉林、黑龙江 | 3-4天 |\n", encoding="utf-8")
+    ingest_paths([kb], tmp_path / "index", progress=False)
+    index = KnowledgeIndex.open(tmp_path / "index")
+
+    def fused(query: str, penalty: float) -> dict[str, float]:
+        hits, _ = index.search_timed(query, k=3, rerank=False, superseded_penalty=penalty)
+        return {h.chunk.doc_id: float(h.fused or 0.0) for h in hits}
+
+    plain, demoted = fused("价保期是几天", 0.0), fused("价保期是几天", 0.3)
+    spread = max(plain.values()) - min(plain.values())
+    assert demoted["pp-v1"] == pytest.approx(plain["pp-v1"] - 0.3 * spread)
+    assert demoted["pp-v2"] == pytest.approx(plain["pp-v2"])
+    # a question about the old version is not demoted
+    assert fused("旧版价保期是几天", 0.3) == pytest.approx(fused("旧版价保期是几天", 0.0))
+
+    def bm25(query: str, weight: float) -> float:
+        hits, _ = index.search_timed(query, mode="bm25", k=3, place_weight=weight)
+        return next((float(h.bm25 or 0.0) for h in hits if h.chunk.doc_id == "ship"), 0.0)
+
+    assert bm25("发哈尔滨", 1.0) > bm25("发哈尔滨", 0.0) == 0.0
+    assert KnowledgeIndex.open(tmp_path / "index").config.place_weight == 1.0
+
+
 def test_chroma_out_of_sync_is_repaired(tmp_path: Path) -> None:
     kb = write_corpus(tmp_path / "kb")
     index_dir = tmp_path / "index"
@@ -310,3 +342,7 @@ def test_config_from_settings() -> None:
         KnowledgeConfig(fusion="max")
     with pytest.raises(UsageError):
         KnowledgeConfig(chunk_size=100, chunk_overlap=100)
+    with pytest.raises(UsageError):
+        KnowledgeConfig(superseded_penalty=-0.1)
+    with pytest.raises(UsageError):
+        KnowledgeConfig(place_weight=2.0)

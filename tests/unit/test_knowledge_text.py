@@ -225,3 +225,64 @@ def test_table_rows_grouped_to_fit_the_passage_window() -> None:
         assert len(facts) <= TABLE_CHARS
         assert c.retrieval_text.startswith("表格：退款（第")
     assert sum(c.retrieval_text.count("支付方式: ") for c in chunks) == 12
+
+
+# -- gazetteer and query features ------------------------------------------------------------
+
+
+def test_gazetteer_province_of() -> None:
+    from knowledge.gazetteer import CITY_TO_PROVINCE, PROVINCE_CITIES, province_of
+
+    assert province_of("哈尔滨") == "黑龙江"
+    assert province_of("海口市") == "海南"
+    assert province_of("乌鲁木齐") == "新疆"
+    assert province_of("北京") == "北京"
+    assert province_of("纽约") is None
+    # every province-level region is covered and its capital maps back to it
+    assert len(PROVINCE_CITIES) == 34
+    for capital, province in [("石家庄", "河北"), ("呼和浩特", "内蒙古"), ("南宁", "广西"),
+                              ("拉萨", "西藏"), ("银川", "宁夏"), ("西宁", "青海")]:
+        assert CITY_TO_PROVINCE[capital] == province
+
+
+@pytest.mark.parametrize(
+    ("query", "regions"),
+    [
+        ("发哈尔滨要几天", ("黑龙江",)),
+        ("寄到海口要几天", ("海南",)),
+        ("齐齐哈尔和大连都能次日达吗", ("黑龙江", "辽宁")),
+        ("北京下单几天到", ()),  # a municipality names its own region
+        ("广州到广东其他城市", ()),  # the region is already named
+        ("七天无理由退货", ()),
+    ],
+)
+def test_expand_places(query: str, regions: tuple[str, ...]) -> None:
+    from knowledge.gazetteer import expand_places
+
+    assert expand_places(query) == regions
+
+
+def test_place_terms_are_region_terms() -> None:
+    from knowledge.normalize import bm25_terms, place_terms
+
+    assert place_terms("发哈尔滨要几天") == tuple(bm25_terms("黑龙江"))
+    assert "黑龙江" in place_terms("發哈爾濱要幾天")  # traditional spelling meets too
+    assert place_terms("运费险怎么赔") == ()
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("旧版价保的差价退到哪里", True),
+        ("2024版运费险江浙沪赔付多少", True),
+        ("价保按旧规则怎么算", True),
+        ("以前的政策是几天", True),
+        ("以旧换新补贴多少", False),
+        ("以前的手机号停用了 怎么换绑", False),
+        ("原来那张银行卡注销了 退款退到哪", False),
+    ],
+)
+def test_asks_for_old_version(query: str, expected: bool) -> None:
+    from knowledge.normalize import asks_for_old_version
+
+    assert asks_for_old_version(query) is expected

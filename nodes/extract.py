@@ -1,0 +1,213 @@
+"""Pure helpers for the offline extractive answer: which evidence sentences answer the question.
+
+A candidate unit (a prose sentence or a rendered table row of a current chunk) is scored by
+
+- the IDF-weighted share of the question's content terms it contains (terms rare among the
+  candidates, such as 「内衣」, weigh more than ones every candidate shares, such as 「退货」),
+  alone and together with its chunk's title and headings (an FAQ heading that matches the
+  question lifts the answer under it);
+- the share of the question's character bigrams it contains (colloquial wording);
+- whether it states the kind of answer asked for (a duration for 「多久」, an amount for
+  「多少钱」, a count for 「几次」, a clock time for 「几点」, a yes/no condition for 「能吗」);
+- for a table row, whether its row header is what the question names (and a penalty when
+  another row of the same table is the one named);
+- a small prior for the retrieval rank.
+
+Selection is greedy: the best unit, then up to two more that add question terms (or the asked
+answer type) the chosen ones lack. Nothing here decides what is true: the verifier still checks
+every sentence against the evidence it cites.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from nodes.claims import extract_facts, table_rows
+from nodes.normalize import normalize_for_compare
+
+_ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
+    "clock": (re.compile(r"几点"), re.compile(r"\d{1,2}:\d{2}|\d{1,2}点")),
+    "date": (re.compile(r"几号|哪一?天|几月几"), re.compile(r"\d{1,2}[日号](?!内)|\d{2}-\d{2}")),
+    "duration": (re.compile(r"多久|几天|多长|什么时候|啥时候|何时|哪天|最晚|期限|几个?小时|几个?工作日|时效"),
+                 re.compile(r"\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?\s*(?:工作日|天|小时|分钟|周|个月|月|年)"
+                            r"|当天|当日|实时|立即|次日|即时")),
+    "amount": (re.compile(r"多少钱|几块|多少元|赔多少|补贴多少|补多少|退多少|费用|收费|要钱|收钱|年费|赔几|多少运费"
+                          r"|服务费|手续费|保费|价格|多贵|免费吗|赔偿多少|怎么赔"),
+               re.compile(r"\d+(?:\.\d+)?\s*(?:元|%|倍|折)|免费|免服务费|不收|十倍")),
+    "count": (re.compile(r"几次|几期|几个|几张|几件|几笔|几分|多少积分|多少分|几级|哪几"),
+              re.compile(r"\d+\s*(?:次|期|个|张|件|笔|分|积分|级)")),
+    "number": (re.compile(r"多少|几|最多|最少|最高|最低|多大|多长|怎么算|怎么减|怎么赔|怎么收"), re.compile(r"\d")),
+    "yesno": (re.compile(r"能不能|可不可以|可以吗|能吗|行吗|吗[？?]?$|是不是|要不要|会不会|有没有|需不需要|还能"),
+              re.compile(r"可以|不能|不可|不支持|支持|无需|不需要|需要|不予|不适用|适用|不退|不会|仅|除外|无法")),
+}
+_STOP_TERMS = frozenset((
+    "请问", "你们", "我们", "我的", "一下", "如何", "是否", "想问", "知道", "多久", "可以", "能否",
+    "需要", "有没有", "一般", "东西", "时候", "这个", "那个", "什么", "怎么", "多少", "能不能",
+    "可不可以", "哪些", "的话", "还是", "现在", "已经", "还能", "是不是", "要不要", "会不会",
+))
+_CJK_RE = re.compile(r"[\u4e00-\u9fffA-Za-z0-9]")
+_KEY_SPLIT_RE = re.compile(r"[、，,/（）()\s]+")
+W_UNIT, W_PLAIN, W_CONTEXT, W_BIGRAM, W_TYPE, W_RANK, W_ROW = 0.3, 0.25, 0.15, 0.1, 0.15, 0.35, 0.15
+FAQ_BONUS = 0.1
+SAME_DOC_SHARE, OTHER_DOC_SHARE = 0.8, 0.92  # a further unit's minimum share of the best score
+
+
+@dataclass
+class Candidate:
+    """One answerable unit of a current evidence chunk, with what it matched."""
+
+    text: str
+    evidence_id: str
+    doc_id: str
+    rank: int
+    context: str = ""
+    row_key: str | None = None
+    faq_first: bool = False
+    score: float = 0.0
+    plain_cov: float = 0.0
+    matched: set[str] = field(default_factory=set)
+    types: set[str] = field(default_factory=set)
+
+
+def asked_types(question: str) -> set[str]:
+    """Return the kinds of answer the question asks for (duration, amount, count, clock, yesno)."""
+    norm = normalize_for_compare(question).rstrip("。.!！ ")
+    return {name for name, (ask, _) in _ANSWER_TYPES.items() if ask.search(norm)}
+
+
+def stated_types(text: str) -> set[str]:
+    """Return the kinds of answer ``text`` states (same names as :func:`asked_types`)."""
+    norm = normalize_for_compare(text)
+    return {name for name, (_, says) in _ANSWER_TYPES.items() if says.search(norm)}
+
+
+def content_terms(tokens: list[str]) -> list[str]:
+    """Return the content terms of tokenised text: two or more characters, no question fillers."""
+    return list(dict.fromkeys(t.lower() for t in tokens if len(t) >= 2 and t not in _STOP_TERMS
+                              and _CJK_RE.match(t)))
+
+
+def slot_terms(question: str) -> list[str]:
+    """Return the qualifiers the question names (lower case): regions, payments, tiers, numbers+units."""
+    facts = extract_facts(question)
+    numbers = [f"{n.low}{n.unit}" for n in facts.numbers if n.unit]
+    return list(dict.fromkeys(t.lower() for t in [*facts.regions, *facts.payments, *facts.tiers, *numbers]))
+
+
+def idf_weights(terms: dict[str, float], texts: list[str]) -> dict[str, float]:
+    """Return each term's weight times its IDF over ``texts`` (rare among candidates → heavier)."""
+    n = len(texts)
+    out: dict[str, float] = {}
+    for term, weight in terms.items():
+        df = sum(1 for t in texts if term in t)
+        out[term] = weight * max(0.2, math.log((n + 1) / (df + 0.5)))
+    return out
+
+
+def question_bigrams(question: str) -> set[str]:
+    """Return the question's normalised CJK/alphanumeric character bigrams (fillers kept out)."""
+    norm = normalize_for_compare(question)
+    for filler in _STOP_TERMS:
+        norm = norm.replace(filler, " ")
+    chars = "".join(c if _CJK_RE.match(c) else " " for c in norm)
+    return {w[i:i + 2] for w in chars.split() for i in range(len(w) - 1)}
+
+
+def row_key_named(key: str, question: str) -> bool:
+    """Return True when the question names a table row's header (or one of its listed parts)."""
+    parts = [p for p in _KEY_SPLIT_RE.split(normalize_for_compare(key)) if len(p) >= 2]
+    norm_q = normalize_for_compare(question)
+    return any(p in norm_q for p in parts)
+
+
+def coverage(weights: dict[str, float], text: str) -> tuple[float, set[str]]:
+    """Return the weighted share of terms found in ``text`` and the terms found."""
+    total = sum(weights.values())
+    low = text.lower()
+    found = {t for t in weights if t in low}
+    return (sum(weights[t] for t in found) / total if total else 0.0), found
+
+
+def score_candidates(question: str, weights: dict[str, float], candidates: list[Candidate]) -> None:
+    """Score every candidate in place (see the module docstring for the parts of the score)."""
+    texts = [normalize_for_compare(c.text).lower() for c in candidates]
+    idf = idf_weights(weights, texts)
+    grams = question_bigrams(question)
+    asked = asked_types(question)
+    named_tables = {(c.evidence_id) for c in candidates if c.row_key and row_key_named(c.row_key, question)}
+    for cand, norm in zip(candidates, texts, strict=True):
+        unit_cov, cand.matched = coverage(idf, norm)
+        cand.plain_cov, _ = coverage(weights, norm)
+        ctx_cov, _ = coverage(idf, norm + " " + normalize_for_compare(cand.context).lower())
+        gram_cov = sum(1 for g in grams if g in norm) / len(grams) if grams else 0.0
+        cand.types = stated_types(cand.text)
+        score = (W_UNIT * unit_cov + W_PLAIN * cand.plain_cov + W_CONTEXT * ctx_cov
+                 + W_BIGRAM * gram_cov + W_RANK / (cand.rank + 1))
+        if asked and cand.types & asked:
+            score += W_TYPE * len(cand.types & asked) / len(asked)
+        if cand.faq_first:
+            score += FAQ_BONUS * ctx_cov
+        if cand.row_key is not None and cand.evidence_id in named_tables:
+            score += W_ROW if row_key_named(cand.row_key, question) else -2 * W_ROW
+        cand.score = score
+
+
+def choose(candidates: list[Candidate], max_units: int = 3) -> list[Candidate]:
+    """Pick the best candidate and up to ``max_units - 1`` near-equals that cover as much.
+
+    A further unit must score at least 80 % of the best (92 % from another document: a
+    second document is where distractors live: another tier, region or policy version) and
+    cover at least 60 % of the best unit's (unweighted) term share.
+
+    Args:
+        candidates: Scored candidates.
+        max_units: At most this many units.
+
+    """
+    ranked = sorted(candidates, key=lambda c: -c.score)
+    if not ranked:
+        return []
+    top = ranked[0]
+    chosen = [top]
+    for cand in ranked[1:]:
+        if len(chosen) >= max_units:
+            break
+        floor = SAME_DOC_SHARE if cand.doc_id == top.doc_id else OTHER_DOC_SHARE
+        if cand.score >= max(0.2, floor * top.score) and cand.plain_cov >= 0.6 * top.plain_cov \
+                and all(cand.text != c.text for c in chosen):
+            chosen.append(cand)
+    return chosen
+
+
+def build_candidates(evidence: list[dict[str, object]], units_of: object, dropped: set[str],
+                     strip: object) -> list[Candidate]:
+    """Return the candidates of the current (not superseded) chunks, in evidence order.
+
+    Args:
+        evidence: Ranked evidence items.
+        units_of: ``sentence_units`` (text → units).
+        dropped: Plain sentences the verifier rejected earlier this turn.
+        strip: Function turning a unit into the plain sentence (citations and terminators off).
+
+    """
+    assert callable(units_of) and callable(strip)
+    current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
+    out: list[Candidate] = []
+    for rank, item in enumerate(current):
+        text = str(item.get("text", ""))
+        headings = [str(h) for h in (item.get("heading_path") or [])]  # type: ignore[attr-defined]
+        context = f"{item.get('title', '')} {' '.join(headings)}"
+        faq = bool(headings) and headings[-1].rstrip().endswith(("？", "?"))
+        rows = {r.rendered: r.key for r in table_rows(text)}
+        first = True
+        for unit in units_of(text):
+            plain = strip(unit)
+            if not plain or plain in dropped:
+                continue
+            out.append(Candidate(text=plain, evidence_id=str(item["id"]), doc_id=str(item.get("doc_id", "")),
+                                 rank=rank, context=context, row_key=rows.get(unit),
+                                 faq_first=faq and first))
+            first = False
+    return out
