@@ -57,6 +57,8 @@ class Settings:
     reranker: str = "default"  # "default" (measured choice), "none", "lexical", or a CrossEncoder id/path
     fusion: str = "weighted"  # "weighted" (alpha*sigmoid(bm25) + (1-alpha)*cosine) or "rrf"
     fusion_alpha: float = 0.4  # measured: reports/retrieval (eval.retrieval_bench)
+    place_weight: float = 1.0  # weight of the city→province expansion terms in BM25 queries
+    superseded_penalty: float = 0.3  # fused-score demotion of chunks from superseded documents
     chunk_size: int = 512
     chunk_overlap: int = 64
     recall_k: int = 30
@@ -87,6 +89,8 @@ class Settings:
             reranker=_env("CSAGENT_RERANKER", "default") or "default",
             fusion=_env("CSAGENT_FUSION", "weighted") or "weighted",
             fusion_alpha=_env_float("CSAGENT_FUSION_ALPHA", 0.4),
+            place_weight=_env_float("CSAGENT_PLACE_WEIGHT", 1.0),
+            superseded_penalty=_env_float("CSAGENT_SUPERSEDED_PENALTY", 0.3),
             chunk_size=_env_int("CSAGENT_CHUNK_SIZE", 512),
             chunk_overlap=_env_int("CSAGENT_CHUNK_OVERLAP", 64),
             recall_k=_env_int("CSAGENT_RECALL_K", 30),

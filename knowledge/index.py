@@ -99,6 +99,8 @@ class KnowledgeIndex:
         self.manifest = manifest
         self._chunks = chunks
         self._positions = {c.chunk_id: i for i, c in enumerate(chunks)}
+        self._superseded = np.fromiter((c.superseded_by is not None for c in chunks), dtype=bool,
+                                       count=len(chunks))
         self.bm25 = bm25
         self.vectors = vectors
         self.store = store
@@ -299,9 +301,10 @@ class KnowledgeIndex:
                 fused = np.asarray([rrf.get(str(i), 0.0) for i in cands])
             else:
                 fused = weighted_fusion(b, c, alpha)
-            if superseded_penalty and not asks_for_old_version(query):
-                old = [self._chunks[i].superseded_by is not None for i in cands]
-                fused = demote(fused, old, superseded_penalty)
+            if superseded_penalty:
+                old = self._superseded[cands]
+                if old.any() and not asks_for_old_version(query):
+                    fused = demote(fused, old, superseded_penalty)
             order = np.lexsort((np.asarray(cands), -fused))
             hits = [Hit(chunk=self._chunks[cands[j]], score=float(fused[j]), bm25=float(b[j]),
                         dense=float(c[j]), fused=float(fused[j])) for j in order]

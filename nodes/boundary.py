@@ -24,6 +24,7 @@ from nodes.llm import structured_call
 from nodes.profiles import load_profile
 from nodes.prompts import BOUNDARY_SYSTEM, BOUNDARY_USER
 from nodes.risk import (
+    asks_own_orders,
     describe_action,
     detect_action,
     find_order_id,
@@ -110,9 +111,13 @@ def route_by_rules(question: str, facts: list[str], profile: dict[str, Any], dep
     if action is None and profile.get("actions"):
         action = generic_change_request(question)
     tools = {spec.name: spec for spec in deps.shop.specs()}
-    if action is not None and not is_how_to(question, profile.get("how_to_markers", [])):
-        return _action_route(question, action, facts, tools)
     default = profile.get("order_id_default_intent")
+    own_lookup = bool(default) and asks_own_orders(question) and \
+        (action is None or action.get("intent") == default)
+    if own_lookup:
+        action = next(a for a in profile["actions"] if a["intent"] == default)
+    if action is not None and (own_lookup or not is_how_to(question, profile.get("how_to_markers", []))):
+        return _action_route(question, action, facts, tools)
     if find_order_id(question) and default:
         # A question about a named order is answered from the order data, not from policy text.
         if action is None or action.get("tool") not in tools or tools[action["tool"]].write:

@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from nodes.claims import extract_facts, table_rows
 from nodes.normalize import normalize_for_compare
 
 _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     "clock": (re.compile(r"几点"), re.compile(r"\d{1,2}:\d{2}|\d{1,2}点")),
-    "date": (re.compile(r"几号|哪一?天|几月几"), re.compile(r"\d{1,2}[日号](?!内)|\d{2}-\d{2}")),
+    "date": (re.compile(r"几号|哪一?天|几月几"), re.compile(r"\d{1,2}[日号](?!内)|(?<![\d-])\d{2}-\d{2}(?![\d-])")),
     "duration": (re.compile(r"多久|几天|多长|什么时候|啥时候|何时|哪天|最晚|期限|几个?小时|几个?工作日|时效"),
                  re.compile(r"\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?\s*(?:工作日|天|小时|分钟|周|个月|月|年)"
                             r"|当天|当日|实时|立即|次日|即时")),
@@ -39,7 +41,7 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     "count": (re.compile(r"几次|几期|几个|几张|几件|几笔|几分|多少积分|多少分|几级|哪几"),
               re.compile(r"\d+\s*(?:次|期|个|张|件|笔|分|积分|级)")),
     "number": (re.compile(r"多少|几|最多|最少|最高|最低|多大|多长|怎么算|怎么减|怎么赔|怎么收"), re.compile(r"\d")),
-    "yesno": (re.compile(r"能不能|可不可以|可以吗|能吗|行吗|吗[？?]?$|是不是|要不要|会不会|有没有|需不需要|还能"),
+    "yesno": (re.compile(r"([\u4e00-\u9fff])不\1|能不能|可不可以|可以吗|能吗|行吗|吗[？?]?$|是不是|要不要|会不会|有没有|需不需要|还能"),
               re.compile(r"可以|不能|不可|不支持|支持|无需|不需要|需要|不予|不适用|适用|不退|不会|仅|除外|无法")),
 }
 _STOP_TERMS = frozenset((
@@ -50,8 +52,11 @@ _STOP_TERMS = frozenset((
 _CJK_RE = re.compile(r"[\u4e00-\u9fffA-Za-z0-9]")
 _KEY_SPLIT_RE = re.compile(r"[、，,/（）()\s]+")
 W_UNIT, W_PLAIN, W_CONTEXT, W_BIGRAM, W_TYPE, W_RANK, W_ROW = 0.3, 0.25, 0.15, 0.1, 0.15, 0.35, 0.15
-FAQ_BONUS = 0.1
+FAQ_BONUS = 0.15  # times the share of the question's bigrams its FAQ heading repeats
 SAME_DOC_SHARE, OTHER_DOC_SHARE = 0.8, 0.92  # a further unit's minimum share of the best score
+COMPLEMENT_SAME_DOC, COMPLEMENT_OTHER_DOC = 0.6, 2.0  # … when it adds what the others lack (same doc only)
+# Answer types specific enough for a complement (any sentence has a digit or a 「不」).
+COMPLEMENT_TYPES = frozenset({"duration", "amount", "count", "clock", "date"})
 
 
 @dataclass
@@ -65,6 +70,7 @@ class Candidate:
     context: str = ""
     row_key: str | None = None
     faq_first: bool = False
+    faq_question: str = ""
     score: float = 0.0
     plain_cov: float = 0.0
     matched: set[str] = field(default_factory=set)
@@ -84,16 +90,20 @@ def stated_types(text: str) -> set[str]:
 
 
 def content_terms(tokens: list[str]) -> list[str]:
-    """Return the content terms of tokenised text: two or more characters, no question fillers."""
-    return list(dict.fromkeys(t.lower() for t in tokens if len(t) >= 2 and t not in _STOP_TERMS
-                              and _CJK_RE.match(t)))
+    """Return the content terms of tokenised text: two or more characters, no question fillers.
+
+    A term inside a longer term of the same text is dropped (jieba's search mode yields
+    「信用」「信用卡」; 「支付」 of 「支付宝」 must not match 「支付保费」).
+    """
+    terms = list(dict.fromkeys(t.lower() for t in tokens if len(t) >= 2 and t not in _STOP_TERMS
+                               and _CJK_RE.match(t)))
+    return [t for t in terms if not any(t != o and t in o for o in terms)]
 
 
 def slot_terms(question: str) -> list[str]:
-    """Return the qualifiers the question names (lower case): regions, payments, tiers, numbers+units."""
+    """Return the qualifiers the question names (lower case): regions, payment methods, tiers."""
     facts = extract_facts(question)
-    numbers = [f"{n.low}{n.unit}" for n in facts.numbers if n.unit]
-    return list(dict.fromkeys(t.lower() for t in [*facts.regions, *facts.payments, *facts.tiers, *numbers]))
+    return list(dict.fromkeys(t.lower() for t in [*facts.regions, *facts.payments, *facts.tiers]))
 
 
 def idf_weights(terms: dict[str, float], texts: list[str]) -> dict[str, float]:
@@ -115,11 +125,19 @@ def question_bigrams(question: str) -> set[str]:
     return {w[i:i + 2] for w in chars.split() for i in range(len(w) - 1)}
 
 
-def row_key_named(key: str, question: str) -> bool:
-    """Return True when the question names a table row's header (or one of its listed parts)."""
-    parts = [p for p in _KEY_SPLIT_RE.split(normalize_for_compare(key)) if len(p) >= 2]
-    norm_q = normalize_for_compare(question)
-    return any(p in norm_q for p in parts)
+def row_key_match(key: str, question: str) -> float:
+    """Return how much of a table row's header the question names (1.0 = a listed part verbatim).
+
+    Exact parts (「新疆、西藏、青海」 lists three) count fully; otherwise the share of the
+    header's character bigrams found in the question (「专属客服热线」 vs 「客服电话」).
+    """
+    norm_key = normalize_for_compare(key).lower()
+    norm_q = normalize_for_compare(question).lower()
+    parts = [p for p in _KEY_SPLIT_RE.split(norm_key) if len(p) >= 2]
+    if any(p in norm_q for p in parts):
+        return 1.0
+    grams = {p[i:i + 2] for p in parts for i in range(len(p) - 1)}
+    return sum(1 for g in grams if g in norm_q) / len(grams) if grams else 0.0
 
 
 def coverage(weights: dict[str, float], text: str) -> tuple[float, set[str]]:
@@ -136,7 +154,11 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
     idf = idf_weights(weights, texts)
     grams = question_bigrams(question)
     asked = asked_types(question)
-    named_tables = {(c.evidence_id) for c in candidates if c.row_key and row_key_named(c.row_key, question)}
+    row_match = {id(c): row_key_match(c.row_key, question) for c in candidates if c.row_key is not None}
+    best_row: dict[str, float] = {}
+    for cand in candidates:
+        if id(cand) in row_match:
+            best_row[cand.evidence_id] = max(best_row.get(cand.evidence_id, 0.0), row_match[id(cand)])
     for cand, norm in zip(candidates, texts, strict=True):
         unit_cov, cand.matched = coverage(idf, norm)
         cand.plain_cov, _ = coverage(weights, norm)
@@ -147,23 +169,32 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
                  + W_BIGRAM * gram_cov + W_RANK / (cand.rank + 1))
         if asked and cand.types & asked:
             score += W_TYPE * len(cand.types & asked) / len(asked)
-        if cand.faq_first:
-            score += FAQ_BONUS * ctx_cov
-        if cand.row_key is not None and cand.evidence_id in named_tables:
-            score += W_ROW if row_key_named(cand.row_key, question) else -2 * W_ROW
+        if cand.faq_question and grams:
+            faq_grams = question_bigrams(cand.faq_question)
+            share = len(grams & faq_grams) / len(grams)
+            score += FAQ_BONUS * share * (1.0 if cand.faq_first else 0.5)
+        if id(cand) in row_match and best_row[cand.evidence_id] > 0:
+            share = row_match[id(cand)]
+            score += W_ROW if share == best_row[cand.evidence_id] else -2 * W_ROW if share == 0 else 0.0
         cand.score = score
 
 
-def choose(candidates: list[Candidate], max_units: int = 3) -> list[Candidate]:
-    """Pick the best candidate and up to ``max_units - 1`` near-equals that cover as much.
+def choose(candidates: list[Candidate], max_units: int = 3, *, required: frozenset[str] = frozenset(),
+           asked: frozenset[str] = frozenset()) -> list[Candidate]:
+    """Pick the best candidate, its near-equals, then complements for what is still missing.
 
-    A further unit must score at least 80 % of the best (92 % from another document: a
-    second document is where distractors live: another tier, region or policy version) and
-    cover at least 60 % of the best unit's (unweighted) term share.
+    A near-equal must score at least 80 % of the best (92 % from another document: a second
+    document is where distractors live: another tier, region or policy version) and cover at
+    least 60 % of the best unit's (unweighted) term share. Then, while room is left, a unit
+    that states a question term (``required``) or an asked answer type (``asked``) that no
+    chosen unit states is added when it comes from the best unit's document and scores at
+    least 60 % of the best: the second half of 「预售最晚多久发货」 is the sentence with the number.
 
     Args:
         candidates: Scored candidates.
         max_units: At most this many units.
+        required: The question's own terms (expansion terms excluded).
+        asked: The asked answer types (see :func:`asked_types`).
 
     """
     ranked = sorted(candidates, key=lambda c: -c.score)
@@ -171,18 +202,28 @@ def choose(candidates: list[Candidate], max_units: int = 3) -> list[Candidate]:
         return []
     top = ranked[0]
     chosen = [top]
+
+    def room_for(cand: Candidate, same: float, other: float) -> bool:
+        floor = same if cand.doc_id == top.doc_id else other
+        return len(chosen) < max_units and cand.score >= max(0.2, floor * top.score) \
+            and all(cand.text != c.text for c in chosen)
+
     for cand in ranked[1:]:
-        if len(chosen) >= max_units:
+        if room_for(cand, SAME_DOC_SHARE, OTHER_DOC_SHARE) and cand.plain_cov >= 0.6 * top.plain_cov:
+            chosen.append(cand)
+    for cand in ranked[1:]:
+        missing_terms = required - set().union(*(c.matched for c in chosen))
+        missing_types = (asked & COMPLEMENT_TYPES) - set().union(*(c.types for c in chosen))
+        if not (missing_terms or missing_types):
             break
-        floor = SAME_DOC_SHARE if cand.doc_id == top.doc_id else OTHER_DOC_SHARE
-        if cand.score >= max(0.2, floor * top.score) and cand.plain_cov >= 0.6 * top.plain_cov \
-                and all(cand.text != c.text for c in chosen):
+        if (cand.matched & missing_terms or cand.types & missing_types) \
+                and room_for(cand, COMPLEMENT_SAME_DOC, COMPLEMENT_OTHER_DOC):
             chosen.append(cand)
     return chosen
 
 
-def build_candidates(evidence: list[dict[str, object]], units_of: object, dropped: set[str],
-                     strip: object) -> list[Candidate]:
+def build_candidates(evidence: list[dict[str, Any]], units_of: Callable[[str], list[str]],
+                     dropped: set[str], strip: Callable[[str], str]) -> list[Candidate]:
     """Return the candidates of the current (not superseded) chunks, in evidence order.
 
     Args:
@@ -192,12 +233,11 @@ def build_candidates(evidence: list[dict[str, object]], units_of: object, droppe
         strip: Function turning a unit into the plain sentence (citations and terminators off).
 
     """
-    assert callable(units_of) and callable(strip)
     current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
     out: list[Candidate] = []
     for rank, item in enumerate(current):
         text = str(item.get("text", ""))
-        headings = [str(h) for h in (item.get("heading_path") or [])]  # type: ignore[attr-defined]
+        headings = [str(h) for h in (item.get("heading_path") or [])]
         context = f"{item.get('title', '')} {' '.join(headings)}"
         faq = bool(headings) and headings[-1].rstrip().endswith(("？", "?"))
         rows = {r.rendered: r.key for r in table_rows(text)}
@@ -208,6 +248,6 @@ def build_candidates(evidence: list[dict[str, object]], units_of: object, droppe
                 continue
             out.append(Candidate(text=plain, evidence_id=str(item["id"]), doc_id=str(item.get("doc_id", "")),
                                  rank=rank, context=context, row_key=rows.get(unit),
-                                 faq_first=faq and first))
+                                 faq_first=faq and first, faq_question=headings[-1] if faq else ""))
             first = False
     return out

@@ -38,6 +38,19 @@ def generic_change_request(question: str) -> dict[str, Any] | None:
     return {"intent": "change_other", "label": f"修改{what}", "tool": None}
 
 
+_OWN_ORDERS_RE = re.compile(r"我(?!们)[^，,。？?！!]{0,12}订单(?!.*(?:规则|政策|怎么|如何|能不能|可以吗|能吗))")
+_WHICH_RE = re.compile(r"哪些|哪个|哪笔|哪几|有没有|是哪|多少|几个|还没|在路上")
+
+
+def asks_own_orders(question: str) -> bool:
+    """Return True for a question about the customer's own order data, not about a policy.
+
+    「我最近有哪些订单还没发货」「我上个月买的空调订单号多少」 ask for records (answered from
+    the order tool), while 「我的订单能取消吗」 asks what the rules allow.
+    """
+    return bool(_OWN_ORDERS_RE.search(question)) and bool(_WHICH_RE.search(question))
+
+
 def is_how_to(question: str, markers: list[str]) -> bool:
     """Return True for a question about how something works rather than a request to do it."""
     if any(w in question for w in _EXPLICIT_REQUEST):

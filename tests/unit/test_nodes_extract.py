@@ -1,0 +1,177 @@
+"""Offline extractive answer: sentence scoring and selection helpers, the coverage gate, routing of own-order questions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.deps import Deps
+from nodes.boundary import route_boundary
+from nodes.extract import (
+    Candidate,
+    asked_types,
+    build_candidates,
+    choose,
+    content_terms,
+    idf_weights,
+    question_bigrams,
+    row_key_match,
+    score_candidates,
+    slot_terms,
+    stated_types,
+)
+from nodes.generate import answer_terms, passes_gate, select_sentences, sentence_units
+from nodes.risk import asks_own_orders
+from shop.tools import ShopToolbox
+from tests.fakes import fixture_index
+
+
+def chunk(cid: str, text: str, *, doc: str | None = None, headings: tuple[str, ...] = (),
+          superseded: bool = False) -> dict[str, Any]:
+    return {"id": cid, "kind": "chunk", "doc_id": doc or cid.split("#")[0], "title": "", "text": text,
+            "heading_path": list(headings), "superseded": superseded}
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("退款多久到账", {"duration"}), ("Plus季卡多少钱", {"amount", "number"}),
+    ("一件商品可以换几次", {"count", "number"}), ("北京次日达截单几点", {"clock", "number"}),
+    ("白条几号还款", {"date", "number"}), ("积分能提现吗", {"yesno"}), ("手续费退不退", {"yesno", "amount"}),
+    ("退货流程", set()),
+])
+def test_asked_types(question, expected):
+    assert asked_types(question) == expected
+
+
+def test_stated_types_reads_normalised_text():
+    assert {"duration", "number"} <= stated_types("审核时效为十二小时")
+    assert "amount" in stated_types("不满收取20元运费")
+    assert "clock" in stated_types("截单时间为23:00")
+    assert "date" not in stated_types("客服电话400-820-6688")
+    assert stated_types("请在订单详情中查看") == set()
+
+
+def test_content_terms_drop_fillers_and_contained_terms():
+    assert content_terms(["信用", "信用卡", "分期", "请问", "吗", "手续", "手续费"]) == ["信用卡", "分期", "手续费"]
+    assert content_terms(["Plus", "季卡"]) == ["plus", "季卡"]
+
+
+def test_slot_terms_and_answer_terms():
+    assert slot_terms("我是Plus会员，寄新疆用花呗") == ["新疆", "花呗", "plus会员"]
+    terms = answer_terms("我是Plus会员，寄新疆运费多少", ["我是Plus会员，寄新疆运费多少", "运费 包邮"])
+    assert terms["新疆"] == terms["plus会员"] == 1.5
+    assert terms["运费"] == 1.0 and terms["包邮"] == 0.5
+    assert "plus" not in terms  # a slot replaces its own parts
+
+
+def test_idf_weights_make_rare_terms_heavier():
+    texts = ["退货运费由买家承担", "退货需在7天内申请", "内衣一经拆封不支持退货"]
+    weights = idf_weights({"退货": 1.0, "内衣": 1.0, "火箭": 1.0}, texts)
+    assert weights["内衣"] > weights["退货"] > 0
+    assert weights["火箭"] > weights["内衣"]  # absent everywhere: counts in no candidate's favour
+
+
+def test_row_key_match():
+    assert row_key_match("新疆、西藏、青海", "寄青海的运费") == 1.0
+    assert 0 < row_key_match("专属客服热线", "普通会员打哪个客服电话") < 1
+    assert row_key_match("江浙沪", "寄青海的运费") == 0.0
+    assert question_bigrams("请问运费险") == {"运费", "费险"}
+
+
+TABLE = ("| 地区 | 时效 |\n|---|---|\n| 江浙沪 | 1-2天 |\n| 新疆、西藏 | 5-8天 |\n"
+         "| 港澳台 | 7-15天 |")
+
+
+def selected(question: str, evidence: list[dict[str, Any]], min_coverage: float = 0.5) -> list[tuple[str, str]]:
+    return select_sentences(question, [question], evidence, min_coverage, set())
+
+
+def test_table_row_matching_the_named_region_wins():
+    evidence = [chunk("delivery#1", "各地区配送时效如下。\n\n" + TABLE, headings=("配送时效",))]
+    chosen = selected("寄到新疆几天能到", evidence)
+    assert chosen[0] == ("地区：新疆、西藏，时效：5-8天", "delivery#1")
+    assert all("江浙沪" not in text and "港澳台" not in text for text, _ in chosen)
+
+
+def test_rare_question_term_beats_retrieval_rank():
+    evidence = [chunk("returns#1", "已激活的手机不适用7天无理由退货。试穿不影响二次销售的衣服可以7天无理由退货。"),
+                chunk("returns#2", "贴身衣物，包括内衣、内裤、袜子，一经拆封不支持7天无理由退货。")]
+    chosen = selected("内衣拆了还能七天无理由退吗", evidence)
+    assert chosen[0] == ("贴身衣物，包括内衣、内裤、袜子，一经拆封不支持7天无理由退货", "returns#2")
+
+
+def test_faq_answer_under_a_matching_faq_heading_is_preferred():
+    evidence = [chunk("ins#1", "运费险保费在0.8元至3.5元之间。赠送运费险的商品无需支付保费。", headings=("运费险", "保费")),
+                chunk("ins#2", "自行寄回的，赔付金额在退货仓签收后24小时内进入优选汇余额。",
+                      headings=("运费险", "常见问题", "8.2 运费险赔的钱到哪里了？"))]
+    chosen = selected("运费险赔的钱打到哪里", evidence)
+    assert chosen[0][1] == "ins#2"
+
+
+def test_complement_adds_the_sentence_with_the_asked_number_from_the_same_document():
+    evidence = [chunk("presale#1", "预售商品在页面注明预计发货日期。承诺发货时间最长不超过付清尾款后的30天。"
+                                   "预售定金支付后不退。")]
+    chosen = selected("预售最晚多久发货", evidence)
+    texts = [text for text, _ in chosen]
+    assert "承诺发货时间最长不超过付清尾款后的30天" in texts
+    assert "预售定金支付后不退" not in texts
+
+
+def test_superseded_versions_and_dropped_sentences_are_never_selected():
+    evidence = [chunk("pp-v1#1", "价保期为7天。", doc="pp-v1", superseded=True),
+                chunk("pp#1", "价保期为15天。价保按付款时间计算。", doc="pp")]
+    assert [eid for _, eid in selected("价保期有几天", evidence)] == ["pp#1"]
+    chosen = select_sentences("价保期有几天", [], evidence, 0.5, {"价保期为15天"})
+    assert all(text != "价保期为15天" for text, _ in chosen)
+
+
+def test_choose_keeps_another_documents_near_equal_out_unless_it_is_almost_as_good():
+    def cand(text: str, doc: str, score: float) -> Candidate:
+        return Candidate(text=text, evidence_id=f"{doc}#1", doc_id=doc, rank=0, score=score, plain_cov=1.0)
+    best, same, other_close, other_far = (cand("a", "d1", 1.0), cand("b", "d1", 0.85),
+                                          cand("c", "d2", 0.95), cand("d", "d2", 0.88))
+    assert [c.text for c in choose([other_far, same, best, other_close])] == ["a", "c", "b"]
+    assert choose([]) == []
+
+
+def test_score_candidates_penalises_other_rows_of_a_table_that_names_the_asked_row():
+    evidence = [chunk("fees#1", TABLE)]
+    cands = build_candidates(evidence, sentence_units, set(), lambda u: u.strip("。"))
+    score_candidates("港澳台几天到", answer_terms("港澳台几天到", []), cands)
+    best = max(cands, key=lambda c: c.score)
+    assert best.row_key == "港澳台"
+    assert all(c.score < best.score - 0.2 for c in cands if c is not best)
+
+
+@pytest.mark.parametrize(("term_cov", "bigram_cov", "passes"), [
+    (0.5, 0.0, True), (0.33, 0.45, True), (0.33, 0.3, False), (0.2, 0.9, False), (0.0, 1.0, False),
+])
+def test_passes_gate(term_cov, bigram_cov, passes):
+    assert passes_gate(term_cov, bigram_cov, 0.5, 0.4) is passes
+
+
+def test_gate_still_refuses_an_unrelated_question():
+    evidence = [chunk("returns#1", "7天无理由退货期限自签收次日零点起计算。")]
+    assert selected("明天上海天气怎么样", evidence) == []
+
+
+@pytest.mark.parametrize(("question", "own"), [
+    ("我最近有哪些订单还没发货", True), ("我上个月买的空调订单号多少", True),
+    ("我有个订单还没付钱，是哪个", True), ("我的订单能取消吗", False), ("我的订单多久能到", False),
+    ("下单后还能修改订单吗", False), ("我们的订单规则是什么", False),
+])
+def test_asks_own_orders(question, own):
+    assert asks_own_orders(question) is own
+
+
+def test_own_order_question_routes_to_the_order_tool(tmp_path: Path):
+    deps = Deps(retriever=fixture_index(), shop=ShopToolbox(tmp_path / "shop.sqlite"))
+    update = route_boundary({"question": "我有哪些订单还没发货", "facts": []},
+                            Runtime(context=Context()), deps)
+    assert update["route"] == "tool"
+    assert update["tool_plan"] == [{"name": "order_lookup", "args": {}}]
+    policy = route_boundary({"question": "下单后还能修改订单吗", "facts": []}, Runtime(context=Context()), deps)
+    assert policy["route"] == "answer"
