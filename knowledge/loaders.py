@@ -206,9 +206,7 @@ def load_file(path: Path) -> tuple[list[Document], list[Skipped]]:
     try:
         meta, body, body_line = split_front_matter(text)
         if meta is None:
-            if markdown:
-                raise _LineError(1, "missing front matter (--- id: ... ---)")
-            meta = {}
+            meta = {}  # plain Markdown/text: id from the file name, title from the first heading
         doc = _doc_from_meta(meta, body=body, path=path, default_id=path.stem,
                              markdown=markdown, line=body_line)
     except _LineError as exc:

@@ -52,9 +52,13 @@ _STOP_TERMS = frozenset((
 _CJK_RE = re.compile(r"[\u4e00-\u9fffA-Za-z0-9]")
 _KEY_SPLIT_RE = re.compile(r"[、，,/（）()\s]+")
 W_UNIT, W_PLAIN, W_CONTEXT, W_BIGRAM, W_TYPE, W_RANK, W_ROW = 0.3, 0.25, 0.15, 0.1, 0.15, 0.35, 0.15
-FAQ_BONUS = 0.15  # times the share of the question's bigrams its FAQ heading repeats
+FAQ_BONUS = 0.15  # times the share of the question's bigrams its FAQ heading repeats …
+FAQ_PARAPHRASE_SHARE, FAQ_PARAPHRASE_BONUS = 0.6, 0.35  # … or flat when the heading restates it
 SAME_DOC_SHARE, OTHER_DOC_SHARE = 0.8, 0.92  # a further unit's minimum share of the best score
 COMPLEMENT_SAME_DOC, COMPLEMENT_OTHER_DOC = 0.6, 2.0  # … when it adds what the others lack (same doc only)
+# A sentence that calls something the old rule is completed by its chunk's statement of the current one.
+_OLD_VERSION_RE = re.compile(r"旧版|已失效|原政策|以前的规定|此前的规定")
+_CURRENT_VERSION_RE = re.compile(r"现行|新版|目前|现在")
 # Answer types specific enough for a complement (any sentence has a digit or a 「不」).
 COMPLEMENT_TYPES = frozenset({"duration", "amount", "count", "clock", "date"})
 
@@ -172,7 +176,8 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
         if cand.faq_question and grams:
             faq_grams = question_bigrams(cand.faq_question)
             share = len(grams & faq_grams) / len(grams)
-            score += FAQ_BONUS * share * (1.0 if cand.faq_first else 0.5)
+            bonus = FAQ_PARAPHRASE_BONUS if share >= FAQ_PARAPHRASE_SHARE else FAQ_BONUS * share
+            score += bonus * (1.0 if cand.faq_first else 0.5)
         if id(cand) in row_match and best_row[cand.evidence_id] > 0:
             share = row_match[id(cand)]
             score += W_ROW if share == best_row[cand.evidence_id] else -2 * W_ROW if share == 0 else 0.0
@@ -189,6 +194,8 @@ def choose(candidates: list[Candidate], max_units: int = 3, *, required: frozens
     that states a question term (``required``) or an asked answer type (``asked``) that no
     chosen unit states is added when it comes from the best unit's document and scores at
     least 60 % of the best: the second half of 「预售最晚多久发货」 is the sentence with the number.
+    A chosen sentence that calls a rule the old version (「7天是旧版政策」) is followed by its
+    chunk's sentence stating the current one (「现行政策普通会员15天」).
 
     Args:
         candidates: Scored candidates.
@@ -211,6 +218,11 @@ def choose(candidates: list[Candidate], max_units: int = 3, *, required: frozens
     for cand in ranked[1:]:
         if room_for(cand, SAME_DOC_SHARE, OTHER_DOC_SHARE) and cand.plain_cov >= 0.6 * top.plain_cov:
             chosen.append(cand)
+    if any(_OLD_VERSION_RE.search(c.text) for c in chosen):
+        current = [c for c in ranked if c.evidence_id == top.evidence_id and _CURRENT_VERSION_RE.search(c.text)
+                   and not _OLD_VERSION_RE.search(c.text)]
+        if current and len(chosen) < max_units and all(current[0].text != c.text for c in chosen):
+            chosen.append(current[0])
     for cand in ranked[1:]:
         missing_terms = required - set().union(*(c.matched for c in chosen))
         missing_types = (asked & COMPLEMENT_TYPES) - set().union(*(c.types for c in chosen))

@@ -98,14 +98,13 @@ def test_load_documents_reports_bad_input_by_file_and_line(tmp_path: Path) -> No
           '{"id": "faq-3", "text": "有正文", "metadata": {"category": "faq"}}\n')
     write(tmp_path / "ignored.pdf", "x")
     docs, skipped = load_documents([tmp_path, tmp_path / "missing-folder"])
-    assert sorted(d.doc_id for d in docs) == ["faq-1", "faq-3", "plain", "returns-7day"]
+    assert sorted(d.doc_id for d in docs) == ["faq-1", "faq-3", "nofm", "plain", "returns-7day"]
     where = {(Path(s.path).name, s.line) for s in skipped}
     assert where == {
         ("empty.md", None),
         ("binary.txt", None),
         ("broken.md", 3),
         ("unclosed.md", 1),
-        ("nofm.md", 1),
         ("faq.jsonl", 2),
         ("faq.jsonl", 3),
         ("missing-folder", None),
@@ -286,3 +285,14 @@ def test_asks_for_old_version(query: str, expected: bool) -> None:
     from knowledge.normalize import asks_for_old_version
 
     assert asks_for_old_version(query) is expected
+
+
+def test_plain_markdown_without_front_matter_is_ingested(tmp_path):
+    from knowledge.loaders import load_file
+
+    path = tmp_path / "return-faq.md"
+    path.write_text("# 退货常见问题\n\n## 运费\n\n退货运费由买家承担。\n", encoding="utf-8")
+    docs, skipped = load_file(path)
+    assert skipped == []
+    assert [d.doc_id for d in docs] == ["return-faq"]
+    assert docs[0].title == "退货常见问题"

@@ -175,3 +175,10 @@ def test_own_order_question_routes_to_the_order_tool(tmp_path: Path):
     assert update["tool_plan"] == [{"name": "order_lookup", "args": {}}]
     policy = route_boundary({"question": "下单后还能修改订单吗", "facts": []}, Runtime(context=Context()), deps)
     assert policy["route"] == "answer"
+
+
+def test_a_sentence_about_the_old_rule_is_completed_by_the_current_one():
+    evidence = [chunk("pp#1", "7天是旧版政策（2026年1月1日前付款的订单适用）。现行政策普通会员15天、Plus会员30天。"
+                              "价保按付款时间计算。")]
+    chosen = [text for text, _ in selected("价保不是只有7天吗", evidence)]
+    assert chosen[:2] == ["7天是旧版政策（2026年1月1日前付款的订单适用）", "现行政策普通会员15天、Plus会员30天"]
