@@ -11,6 +11,8 @@ A candidate unit (a prose sentence or a rendered table row of a current chunk) i
   「多少钱」, a count for 「几次」, a clock time for 「几点」, a yes/no condition for 「能吗」);
 - for a table row, whether its row header is what the question names (and a penalty when
   another row of the same table is the one named);
+- a penalty when it is about another member tier, region or payment method than the one the
+  question (or a carried-forward customer fact) names;
 - a small prior for the retrieval rank.
 
 Selection is greedy: the best unit, then up to two more that add question terms (or the asked
@@ -52,6 +54,8 @@ _STOP_TERMS = frozenset((
 _CJK_RE = re.compile(r"[\u4e00-\u9fffA-Za-z0-9]")
 _KEY_SPLIT_RE = re.compile(r"[、，,/（）()\s]+")
 W_UNIT, W_PLAIN, W_CONTEXT, W_BIGRAM, W_TYPE, W_RANK, W_ROW = 0.3, 0.25, 0.15, 0.1, 0.15, 0.35, 0.15
+W_SLOT_CONFLICT = 0.3  # a unit about another tier, region or payment method than asked
+PARTIAL_CREDIT = 0.5  # a long term's share of bigrams found counts this much
 FAQ_BONUS = 0.15  # times the share of the question's bigrams its FAQ heading repeats …
 FAQ_PARAPHRASE_SHARE, FAQ_PARAPHRASE_BONUS = 0.6, 0.35  # … or flat when the heading restates it
 SAME_DOC_SHARE, OTHER_DOC_SHARE = 0.8, 0.92  # a further unit's minimum share of the best score
@@ -110,6 +114,26 @@ def slot_terms(question: str) -> list[str]:
     return list(dict.fromkeys(t.lower() for t in [*facts.regions, *facts.payments, *facts.tiers]))
 
 
+def slot_kinds(text: str) -> dict[str, set[str]]:
+    """Return the qualifiers ``text`` names by kind: ``region``, ``payment``, ``tier`` (lower case)."""
+    facts = extract_facts(text)
+    kinds = {"region": facts.regions, "payment": facts.payments, "tier": facts.tiers}
+    return {k: {v.lower() for v in vals} for k, vals in kinds.items() if vals}
+
+
+def conflicting_slots(asked: dict[str, set[str]], unit: str) -> bool:
+    """Return True when ``unit`` names another tier/region/payment than asked and not the asked one.
+
+    「普通会员实付满99元包邮」 conflicts with a Plus member's question; 「Plus会员满49元，普通会员
+    满99元」 does not (it names both).
+    """
+    for kind, named in slot_kinds(unit).items():
+        wanted = asked.get(kind)
+        if wanted and not any(w in n or n in w for w in wanted for n in named):
+            return True
+    return False
+
+
 def idf_weights(terms: dict[str, float], texts: list[str]) -> dict[str, float]:
     """Return each term's weight times its IDF over ``texts`` (rare among candidates → heavier)."""
     n = len(texts)
@@ -145,15 +169,35 @@ def row_key_match(key: str, question: str) -> float:
 
 
 def coverage(weights: dict[str, float], text: str) -> tuple[float, set[str]]:
-    """Return the weighted share of terms found in ``text`` and the terms found."""
+    """Return the weighted share of terms found in ``text`` and the terms found (whole).
+
+    A term of three or more characters that is not found whole earns ``PARTIAL_CREDIT`` times
+    the share of its character bigrams that are.
+    """
     total = sum(weights.values())
     low = text.lower()
     found = {t for t in weights if t in low}
-    return (sum(weights[t] for t in found) / total if total else 0.0), found
+    partial = 0.0
+    for term in weights.keys() - found:
+        if len(term) >= 3:  # 「最多能」 meets 「最多」, 「验完货」 meets 「验货」 at half value
+            grams = [term[i:i + 2] for i in range(len(term) - 1)]
+            partial += weights[term] * PARTIAL_CREDIT * sum(1 for g in grams if g in low) / len(grams)
+    return ((sum(weights[t] for t in found) + partial) / total if total else 0.0), found
 
 
-def score_candidates(question: str, weights: dict[str, float], candidates: list[Candidate]) -> None:
-    """Score every candidate in place (see the module docstring for the parts of the score)."""
+def score_candidates(question: str, weights: dict[str, float], candidates: list[Candidate],
+                     context: str = "") -> None:
+    """Score every candidate in place (see the module docstring for the parts of the score).
+
+    Args:
+        question: The customer's question.
+        weights: The answer terms (see ``nodes.generate.answer_terms``).
+        candidates: The candidates to score.
+        context: Carried-forward customer facts (expanded query): their tier/region/payment
+            count for a kind the question itself does not name.
+
+    """
+    asked_slots = {**slot_kinds(context), **slot_kinds(question)}
     texts = [normalize_for_compare(c.text).lower() for c in candidates]
     idf = idf_weights(weights, texts)
     grams = question_bigrams(question)
@@ -178,6 +222,8 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
             share = len(grams & faq_grams) / len(grams)
             bonus = FAQ_PARAPHRASE_BONUS if share >= FAQ_PARAPHRASE_SHARE else FAQ_BONUS * share
             score += bonus * (1.0 if cand.faq_first else 0.5)
+        if asked_slots and conflicting_slots(asked_slots, cand.text):
+            score -= W_SLOT_CONFLICT
         if id(cand) in row_match and best_row[cand.evidence_id] > 0:
             share = row_match[id(cand)]
             score += W_ROW if share == best_row[cand.evidence_id] else -2 * W_ROW if share == 0 else 0.0

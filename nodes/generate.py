@@ -3,6 +3,11 @@
 Every factual sentence carries 【来源:id】; tool results are stated as plain facts citing
 ``tool:<name>#n``; a tool failure or empty result is said as such; superseded policy versions
 are never cited as current; nothing relevant → the fixed no-answer reply.
+
+Offline, the sentences are chosen by :mod:`nodes.extract` (IDF-weighted coverage of the
+question's terms, FAQ headings, table row headers, the asked answer type, complements for a
+missing part, the current rule after a sentence about the old one) behind a coverage gate
+(:func:`passes_gate`); the verifier checks every chosen sentence as before.
 """
 
 from __future__ import annotations
@@ -141,7 +146,7 @@ def select_sentences(question: str, queries: list[str], evidence: list[dict[str,
     if not candidates or not passes_gate(best_chunk, best_grams, min_coverage, min_bigram):
         return []
     terms = answer_terms(question, queries)
-    score_candidates(question, terms, candidates)
+    score_candidates(question, terms, candidates, " ".join(queries[1:]))
     own_terms = frozenset(t for t, w in terms.items() if w >= 1.0)
     chosen = choose(candidates, MAX_SENTENCES, required=own_terms,
                     asked=frozenset(asked_types(question)))

@@ -16,11 +16,14 @@ from nodes.extract import (
     asked_types,
     build_candidates,
     choose,
+    conflicting_slots,
     content_terms,
+    coverage,
     idf_weights,
     question_bigrams,
     row_key_match,
     score_candidates,
+    slot_kinds,
     slot_terms,
     stated_types,
 )
@@ -182,3 +185,27 @@ def test_a_sentence_about_the_old_rule_is_completed_by_the_current_one():
                               "价保按付款时间计算。")]
     chosen = [text for text, _ in selected("价保不是只有7天吗", evidence)]
     assert chosen[:2] == ["7天是旧版政策（2026年1月1日前付款的订单适用）", "现行政策普通会员15天、Plus会员30天"]
+
+
+def test_coverage_gives_long_terms_partial_credit():
+    share, found = coverage({"积分": 1.0, "最多能": 1.0}, "每单最多抵扣实付金额的30%积分")
+    assert found == {"积分"} and share == pytest.approx((1.0 + 0.5 * 0.5) / 2)
+    assert coverage({"运费": 1.0}, "无关")[0] == 0.0
+
+
+def test_conflicting_slots():
+    plus = slot_kinds("我是Plus会员")
+    assert plus == {"tier": {"plus会员"}}
+    assert conflicting_slots(plus, "普通会员实付满99元包邮")
+    assert not conflicting_slots(plus, "Plus会员实付满49元包邮，普通会员满99元")
+    assert not conflicting_slots(plus, "实付满99元包邮")
+    assert conflicting_slots(slot_kinds("寄新疆"), "江浙沪1-2天")
+
+
+def test_a_carried_tier_steers_the_choice_between_tier_sentences():
+    evidence = [chunk("fees#1", "普通会员实付满99元包邮，不满收8元。"),
+                chunk("fees#2", "Plus会员实付满49元包邮，不满收6元。")]
+    question = "我满多少包邮"
+    chosen = select_sentences(question, [question, "我满多少包邮 Plus会员"], evidence, 0.5, set())
+    assert chosen[0] == ("Plus会员实付满49元包邮，不满收6元", "fees#2")
+    assert all("普通会员" not in text for text, _ in chosen)
