@@ -27,6 +27,11 @@ _FIELD_LABELS = {
     "refund_status": "退款状态", "after_sales": "售后记录", "kind_label": "类型",
     "previous_status": "原状态", "updated_at": "更新时间", "product_name": "商品",
 }
+# Fields whose meaning depends on the tool: an after-sales ticket's status is not the order's.
+_TOOL_FIELD_LABELS: dict[str, dict[str, str]] = {
+    "after_sales_apply": {"status": "工单状态", "created_at": "申请时间"},
+    "order_cancel": {"status": "当前订单状态"},
+}
 _SKIP_FIELDS = {"user_id", "phone", "receiver_phone", "receiver_name", "email", "kind", "count",
                 "receiver", "address_detail"}
 
@@ -51,20 +56,20 @@ _MONEY_FIELDS = {"amount", "total", "total_amount", "pay_amount", "price", "good
                  "shipping_fee", "discount", "subtotal", "refund_amount"}
 
 
-def _fmt_value(key: str, value: Any) -> str:
+def _fmt_value(key: str, value: Any, labels: dict[str, str] = _FIELD_LABELS) -> str:
     if isinstance(value, bool):
         return "是" if value else "否"
     if isinstance(value, float | int):
         text = str(int(value)) if float(value).is_integer() else f"{value:.2f}".rstrip("0").rstrip(".")
         return f"{text}元" if key in _MONEY_FIELDS else text
     if isinstance(value, list):
-        return "；".join(_fmt_item(v) for v in value)
+        return "；".join(_fmt_item(v, labels) for v in value)
     if isinstance(value, dict):
-        return _fmt_item(value)
+        return _fmt_item(value, labels)
     return str(value)
 
 
-def _fmt_item(value: Any) -> str:
+def _fmt_item(value: Any, labels: dict[str, str] = _FIELD_LABELS) -> str:
     """Render one dict (labelled fields only, in a stable order) or a scalar."""
     if not isinstance(value, dict):
         return str(value)
@@ -72,8 +77,8 @@ def _fmt_item(value: Any) -> str:
         return f"{value['name']}×{value.get('qty', value.get('quantity'))}"
     if "description" in value and "time" in value:
         return f"{value['time']} {value.get('location', '')} {value['description']}".replace("  ", " ")
-    parts = [f"{_FIELD_LABELS[k]}：{_fmt_value(k, v)}" for k, v in value.items()
-             if k in _FIELD_LABELS and k not in _SKIP_FIELDS and v not in (None, "", [])]
+    parts = [f"{labels[k]}：{_fmt_value(k, v, labels)}" for k, v in value.items()
+             if k in labels and k not in _SKIP_FIELDS and v not in (None, "", [])]
     return "，".join(parts)
 
 
@@ -106,14 +111,15 @@ def render_tool_facts(name: str, result: ToolResult) -> list[str]:
         return [tool_observation(name, result)]
     data = result.get("data")
     rows = data if isinstance(data, list) else [data]
+    labels = {**_FIELD_LABELS, **_TOOL_FIELD_LABELS.get(name, {})}
     lines: list[str] = []
     for row in rows:
         if isinstance(row, dict):
             for key in ("orders", "products"):
                 if isinstance(row.get(key), list):
-                    lines.extend(_fmt_item(o) for o in row[key])
+                    lines.extend(_fmt_item(o, labels) for o in row[key])
             rest = {k: v for k, v in row.items() if k not in ("orders", "products", "events")}
-            text = _fmt_item(rest)
+            text = _fmt_item(rest, labels)
             if text:
                 lines.append(text)
         elif row not in (None, ""):

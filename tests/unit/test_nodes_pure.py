@@ -184,3 +184,15 @@ def test_every_prompt_renders_with_all_placeholders(name):
     rendered = template.format(**{f: f"<{f}>" for f in fields})
     assert all(f"<{f}>" in rendered for f in fields)
     assert re.search(r"\{[a-z_]+\}", rendered) is None
+
+
+def test_ticket_fields_are_not_labelled_as_order_fields():
+    from nodes.evidence import render_tool_facts
+
+    result = {"code": 0, "valid": True, "source": "after_sales_apply", "timestamp": 0.0,
+              "message": "已提交退货退款申请",
+              "data": {"ticket_id": "AS202611290001", "order_id": "SO2026112000102",
+                       "status": "待审核", "created_at": "2026-11-29 10:00:00"}}
+    text = "\n".join(render_tool_facts("after_sales_apply", result))
+    assert "工单状态：待审核" in text and "申请时间：2026-11-29 10:00:00" in text
+    assert "订单状态" not in text and "下单时间" not in text
