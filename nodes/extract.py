@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from knowledge.gazetteer import province_of
 from nodes.claims import extract_facts, table_rows
 from nodes.normalize import normalize_for_compare
 
@@ -168,6 +169,18 @@ def row_key_match(key: str, question: str) -> float:
     return sum(1 for g in grams if g in norm_q) / len(grams) if grams else 0.0
 
 
+def term_in(term: str, text: str) -> bool:
+    """Return True when ``term`` occurs in ``text``, a city also via its province or region.
+
+    Policies list delivery times and fees by province while customers name their city: in
+    「发哈尔滨要几天」 the term 「哈尔滨」 is covered by a row that says 「黑龙江」.
+    """
+    if term in text:
+        return True
+    province = province_of(term)
+    return province is not None and province in text
+
+
 def coverage(weights: dict[str, float], text: str) -> tuple[float, set[str]]:
     """Return the weighted share of terms found in ``text`` and the terms found (whole).
 
@@ -176,7 +189,7 @@ def coverage(weights: dict[str, float], text: str) -> tuple[float, set[str]]:
     """
     total = sum(weights.values())
     low = text.lower()
-    found = {t for t in weights if t in low}
+    found = {t for t in weights if term_in(t, low)}
     partial = 0.0
     for term in weights.keys() - found:
         if len(term) >= 3:  # 「最多能」 meets 「最多」, 「验完货」 meets 「验货」 at half value

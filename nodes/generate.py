@@ -21,6 +21,7 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.deps import Deps
 from graph.state import State
+from knowledge.gazetteer import province_of
 from knowledge.normalize import normalize_text, tokenize
 from nodes.claims import split_units, strip_citations
 from nodes.evidence import render_evidence
@@ -32,6 +33,7 @@ from nodes.extract import (
     question_bigrams,
     score_candidates,
     slot_terms,
+    term_in,
 )
 from nodes.llm import structured_call
 from nodes.normalize import normalize_for_compare
@@ -62,7 +64,11 @@ QUERY_STOPWORDS = frozenset(QUESTION_FILLERS + ("多久", "可以", "能否", "�
 def query_terms(question: str, queries: list[str]) -> dict[str, float]:
     """Return weighted content terms (jieba): the question's weigh 1.0, expansions' 0.5."""
     def terms(text: str) -> list[str]:
-        return [t for t in tokenize(text) if len(t) >= 2 and not t.isdigit() and t not in QUERY_STOPWORDS]
+        found = [t for t in tokenize(text) if len(t) >= 2 and not t.isdigit() and t not in QUERY_STOPWORDS]
+        # jieba's search mode also yields pieces of a city's name (「哈尔」 of 「哈尔滨」): a city is
+        # covered by its province (term_in), its pieces are not content
+        return [t for t in found
+                if not any(t != o and t in o and province_of(o) for o in found)]
 
     weights = dict.fromkeys(terms(question), 1.0)
     for query in queries[1:]:
@@ -74,7 +80,7 @@ def query_terms(question: str, queries: list[str]) -> dict[str, float]:
 def term_coverage(weights: dict[str, float], text: str) -> float:
     """Return the weighted share of ``weights``' terms that occur in (normalised) ``text``."""
     total = sum(weights.values())
-    return sum(w for t, w in weights.items() if t in text) / total if total else 0.0
+    return sum(w for t, w in weights.items() if term_in(t, text)) / total if total else 0.0
 
 
 RELAXED_SHARE = 0.6  # relaxed gate: this share of min_coverage …

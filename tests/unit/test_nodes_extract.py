@@ -209,3 +209,12 @@ def test_a_carried_tier_steers_the_choice_between_tier_sentences():
     chosen = select_sentences(question, [question, "我满多少包邮 Plus会员"], evidence, 0.5, set())
     assert chosen[0] == ("Plus会员实付满49元包邮，不满收6元", "fees#2")
     assert all("普通会员" not in text for text, _ in chosen)
+
+
+def test_a_city_is_covered_by_its_province():
+    from nodes.extract import coverage, term_in
+
+    assert term_in("哈尔滨", "| 东北 | 辽宁、吉林、黑龙江 | 3-4天 |")
+    assert not term_in("哈尔滨", "| 华中 | 湖北、湖南、河南 | 2-3天 |")
+    share, found = coverage({"哈尔滨": 1.0, "几天": 1.0}, "东北 辽宁、吉林、黑龙江 3-4天")
+    assert found == {"哈尔滨"} and share == 0.5
