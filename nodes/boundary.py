@@ -24,6 +24,7 @@ from nodes.llm import structured_call
 from nodes.profiles import load_profile
 from nodes.prompts import BOUNDARY_SYSTEM, BOUNDARY_USER
 from nodes.risk import (
+    asked_fields,
     asks_own_orders,
     describe_action,
     detect_action,
@@ -31,6 +32,7 @@ from nodes.risk import (
     generic_change_request,
     is_how_to,
     needs_order_id,
+    plan_order_tools,
     plan_tool_call,
 )
 from nodes.schemas import BoundaryDecision
@@ -38,6 +40,9 @@ from nodes.schemas import BoundaryDecision
 logger = logging.getLogger(__name__)
 _EXAMPLE_CACHE: dict[tuple[int, str], tuple[list[str], Any]] = {}
 _HUMAN_ONLY_RE = re.compile(r"(?:我要|找|转|要)?(?:人工客服|人工|客服|真人)+(?:呢|啊|吧)?")
+_ORDER_READ_TOOLS = ("order_lookup", "logistics_tracking")
+_REFERS_BACK = ("那单", "这单", "这个单", "那个单", "这个订单", "那个订单", "那笔", "这笔", "它")
+_POLICY_MARKERS = ("怎么", "如何", "多久", "几天", "规则", "政策", "流程", "能不能", "可以吗", "能吗", "一般")
 _POLICY_HINTS = ("政策", "规则", "多久", "运费", "怎么", "能不能", "可以吗", "规定", "几天", "时效")
 
 
@@ -80,16 +85,26 @@ def _action_route(question: str, action: dict[str, Any], facts: list[str], tools
     call = plan_tool_call(action, question, order_id)
     if needs_order_id(call) and tools[tool].write:
         return {**base, "route": "clarify", "domain": "orders", "boundary_reason": "order id missing"}
-    if needs_order_id(call):
-        call = {"name": "order_lookup", "args": {}}
+    plan = [call]
+    if tool in _ORDER_READ_TOOLS:
+        # Plan from what the question asks; a bare 「那SO…呢」 gets the order and its shipment.
+        plan = [p for p in plan_order_tools(question, order_id, tool) if p["name"] in tools]
+        call = plan[0]
     route = "confirm" if tools[tool].write else "tool"
     pending = {**call, "tool": call["name"], "description": describe_action(call, label)} if route == "confirm" else None
     if pending:
         pending.pop("name")
-    return {**base, "route": route, "domain": "orders", "tool_plan": [call], "pending_action": pending,
+    return {**base, "route": route, "domain": "orders", "tool_plan": plan, "pending_action": pending,
             "status": "needs_confirmation" if route == "confirm" else "answered",
             "needs_kb": route == "tool" and any(h in question for h in _POLICY_HINTS),
             "boundary_reason": f"action {action['intent']} → tool {tool}"}
+
+
+def _refers_to_order(question: str, facts: list[str]) -> bool:
+    """Return True when the question asks an order field of an order named earlier or by pronoun."""
+    if not asked_fields(question) or any(m in question for m in _POLICY_MARKERS):
+        return False
+    return bool(fact_value(facts, "订单号")) or any(w in question for w in _REFERS_BACK)
 
 
 def route_by_rules(question: str, facts: list[str], profile: dict[str, Any], deps: Deps) -> dict[str, Any] | None:
@@ -117,6 +132,11 @@ def route_by_rules(question: str, facts: list[str], profile: dict[str, Any], dep
     if own_lookup:
         action = next(a for a in profile["actions"] if a["intent"] == default)
     if action is not None and (own_lookup or not is_how_to(question, profile.get("how_to_markers", []))):
+        return _action_route(question, action, facts, tools)
+    if default and _refers_to_order(question, facts):
+        # 「那它到哪了」「快递单号多少」「老人手机那单走的什么快递」: order data, not policy text.
+        if action is None or action.get("tool") not in _ORDER_READ_TOOLS:
+            action = next(a for a in profile["actions"] if a["intent"] == default)
         return _action_route(question, action, facts, tools)
     if find_order_id(question) and default:
         # A question about a named order is answered from the order data, not from policy text.

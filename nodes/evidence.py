@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from knowledge.types import Hit
+from nodes.risk import asked_fields, status_filter
 from shop.types import CODE_FORBIDDEN, CODE_LOOP, CODE_NOT_FOUND, ToolResult
 
 _FIELD_LABELS = {
@@ -99,12 +100,87 @@ def tool_observation(name: str, result: ToolResult) -> str:
     return f"{label}{verb}失败" + (f"：{message}" if message else "，暂时无法确认结果")
 
 
-def render_tool_facts(name: str, result: ToolResult) -> list[str]:
+# Asked field (nodes.risk.asked_fields) → data keys that answer it, per tool.
+_ASKED_KEYS: dict[str, tuple[str, ...]] = {
+    "status": ("status", "refund_status"), "carrier": ("carrier",), "tracking_no": ("tracking_no",),
+    "latest": ("carrier", "latest"), "signed_by": ("latest",), "signed_at": ("signed_at",),
+    "pay_method": ("pay_method",), "amount": ("amount",), "items": ("items",),
+}
+_DEFAULT_FOCUS = {"order_lookup": ("status",), "logistics_tracking": ("carrier", "tracking_no", "latest")}
+
+
+def _focus_keys(name: str, question: str, row: dict[str, Any]) -> list[str]:
+    """Return the data keys the question asks for (tool defaults when it asks none we hold)."""
+    keys = [k for f in asked_fields(question) for k in _ASKED_KEYS.get(f, ()) if row.get(k) not in (None, "", [])]
+    if not keys:
+        keys = [k for k in _DEFAULT_FOCUS.get(name, ()) if row.get(k) not in (None, "", [])]
+    return list(dict.fromkeys(keys))
+
+
+# The few other fields a brief answer mentions after the asked ones (the evidence text has all).
+_BRIEF_KEYS = {"order_lookup": ("status", "items", "amount"),
+               "logistics_tracking": ("status", "carrier", "tracking_no", "latest")}
+
+
+def _render_record(name: str, row: dict[str, Any], question: str, labels: dict[str, str],
+                   omit: tuple[str, ...] = (), *, brief: bool = False) -> list[str]:
+    """Render one order/shipment record: the asked fields in one sentence, then the rest once.
+
+    With ``brief`` the rest is cut to the record's key fields (``_BRIEF_KEYS``).
+    """
+    row = {k: v for k, v in row.items() if k not in omit}
+    if row.get("refund_status") == row.get("status"):
+        row.pop("refund_status", None)  # 「订单状态：已退款，退款状态：已退款」 says one thing twice
+    focus = _focus_keys(name, question, row)
+    parts = [f"订单 {row['order_id']}"] if row.get("order_id") else []
+    parts += [f"{labels[k]}：{_fmt_value(k, row[k], labels)}" for k in focus if k in labels]
+    rest = {k: v for k, v in row.items() if k not in focus and k not in ("order_id", "events")
+            and (not brief or k in _BRIEF_KEYS.get(name, ()))}
+    return [line for line in ("，".join(parts), _fmt_item(rest, labels)) if line]
+
+
+def _render_listing(orders: list[Any], question: str, focus: list[str], labels: dict[str, str],
+                    *, brief: bool = False) -> list[str]:
+    """Render an order list: the orders the question is about first, the others briefly after.
+
+    With ``brief`` and a focus, only the focused orders are rendered.
+    """
+    rows = [o for o in orders if isinstance(o, dict)]
+    chosen = [o for o in rows if str(o.get("order_id")) in focus]
+    others = [o for o in rows if o not in chosen]
+    lines: list[str] = []
+    statuses = status_filter(question)
+    if chosen:
+        lines.extend(_fmt_item(o, labels) for o in chosen)
+        if others and not brief:
+            lines.append("其他订单：" + "；".join(
+                f"{o.get('order_id')}（{o.get('status', '')}）" for o in others))
+        return lines
+    if statuses:
+        lines.append(f"您最近的 {len(rows)} 笔订单中没有{'/'.join(statuses)}的订单")
+    lines.extend(_fmt_item(o, labels) for o in rows)
+    return lines
+
+
+def render_tool_facts(name: str, result: ToolResult, *, question: str = "",
+                      focus: list[str] | None = None, omit: tuple[str, ...] = (),
+                      brief: bool = False) -> list[str]:
     """Render a tool result as plain Chinese fact lines (what the answer states and the verifier reads).
+
+    A single order or shipment renders as the fields the question asks for in one sentence
+    (status, carrier, tracking number, latest event, sign-off, pay method, amount; the tool's
+    defaults when it asks none), then every other field once. An order list renders the orders
+    in ``focus`` (named by the question) first. Every data field appears exactly once, so the text
+    is complete for the verifier without repeating the tool's summary message.
 
     Args:
         name: The tool name.
         result: The tool's result; invalid results render as the tool's own message only.
+        question: The customer's question (decides which fields come first).
+        focus: Order ids of a listing that the question is about.
+        omit: Data keys another evidence item of this turn already states (e.g. ``status``).
+        brief: Cut each record's other fields to its key ones (the evidence item's ``brief``,
+            what a short answer states; ``text`` stays complete for the verifier).
 
     """
     if not result.get("valid"):
@@ -113,26 +189,45 @@ def render_tool_facts(name: str, result: ToolResult) -> list[str]:
     rows = data if isinstance(data, list) else [data]
     labels = {**_FIELD_LABELS, **_TOOL_FIELD_LABELS.get(name, {})}
     lines: list[str] = []
+    structured = False
     for row in rows:
         if isinstance(row, dict):
-            for key in ("orders", "products"):
-                if isinstance(row.get(key), list):
-                    lines.extend(_fmt_item(o, labels) for o in row[key])
+            if isinstance(row.get("orders"), list):
+                structured = True
+                lines.extend(_render_listing(row["orders"], question, focus or [], labels, brief=brief))
+            if isinstance(row.get("products"), list):
+                lines.extend(_fmt_item(o, labels) for o in row["products"])
             rest = {k: v for k, v in row.items() if k not in ("orders", "products", "events")}
+            if name in _DEFAULT_FOCUS and rest.get("order_id"):
+                structured = True
+                lines.extend(_render_record(name, rest, question, labels, omit, brief=brief))
+                continue
             text = _fmt_item(rest, labels)
             if text:
                 lines.append(text)
         elif row not in (None, ""):
             lines.append(str(row))
     message = str(result.get("message") or "").strip()
+    if structured and lines:
+        return lines  # the data says it all; the summary message would repeat it
     return ([message] if message else []) + lines if lines else [message or f"未查询到{TOOL_LABELS.get(name, name)}相关记录"]
 
 
-def tool_to_evidence(name: str, index: int, result: ToolResult, args: dict[str, Any]) -> dict[str, Any]:
-    """Convert the ``index``-th call of tool ``name`` this turn into an evidence item."""
+def tool_to_evidence(name: str, index: int, result: ToolResult, args: dict[str, Any], *,
+                     question: str = "", focus: list[str] | None = None,
+                     omit: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Convert the ``index``-th call of tool ``name`` this turn into an evidence item.
+
+    ``question``, ``focus`` and ``omit`` only shape the rendered facts (see ``render_tool_facts``).
+    ``text`` holds every fact (what the verifier checks); ``brief`` holds the asked fields first
+    and then only the record's key fields, each line a subset of ``text`` (what an answer states).
+    """
     return {
         "id": f"tool:{name}#{index}", "kind": "tool", "doc_id": f"tool:{name}", "title": name,
-        "text": "\n".join(render_tool_facts(name, result)), "source": name, "version": "",
+        "text": "\n".join(render_tool_facts(name, result, question=question, focus=focus, omit=omit)),
+        "brief": "\n".join(render_tool_facts(name, result, question=question, focus=focus, omit=omit,
+                                              brief=True)),
+        "source": name, "version": "",
         "effective_date": "", "superseded": False, "conflict": False, "table": False,
         "scores": {}, "result": dict(result), "args": dict(args),
     }

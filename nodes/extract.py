@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knowledge.gazetteer import province_of
+from knowledge.normalize import tokenize
 from nodes.claims import extract_facts, table_rows
 from nodes.normalize import normalize_for_compare
 
@@ -107,6 +108,49 @@ def content_terms(tokens: list[str]) -> list[str]:
     terms = list(dict.fromkeys(t.lower() for t in tokens if len(t) >= 2 and t not in _STOP_TERMS
                                and _CJK_RE.match(t)))
     return [t for t in terms if not any(t != o and t in o for o in terms)]
+
+
+SPURIOUS_WEIGHT = 0.5  # a jieba HMM guess with no dictionary word inside (「完货」 of 「验完货」)
+_HAN_ONLY_RE = re.compile(r"^[\u4e00-\u9fff]+$")
+
+
+def _known_word(term: str) -> bool:
+    """Return True when jieba's dictionary (with the shop words) lists ``term`` as a word."""
+    import jieba
+
+    if not jieba.dt.initialized:
+        tokenize("词典")  # loads jieba the way the knowledge layer does (shop words added)
+    freq: dict[str, int] = jieba.dt.FREQ
+    return freq.get(term, 0) > 0
+
+
+def robust_terms(terms: list[str], weight: float) -> dict[str, float]:
+    """Return ``terms`` weighted, with jieba's out-of-dictionary guesses made harmless.
+
+    jieba's HMM glues characters of neighbouring words into new "words" that no text contains
+    (「周开线」 of 「两周开线了」, 「年卡要」 of 「Plus年卡要多少」). Such a Chinese-only term the
+    dictionary does not list is replaced by the dictionary words inside it (「开线」, 「年卡」),
+    or, when it has none, kept at ``SPURIOUS_WEIGHT`` times ``weight``. Numbers with units
+    (「2周」, 「256g」), Latin words and dictionary words keep their weight.
+
+    Args:
+        terms: Content terms in question order (see :func:`content_terms`).
+        weight: The weight of a trustworthy term.
+
+    """
+    out: dict[str, float] = {}
+    for term in terms:
+        if not _HAN_ONLY_RE.match(term) or _known_word(term):
+            out.setdefault(term, weight)
+            continue
+        inner = [term[i:j] for i in range(len(term)) for j in range(i + 2, len(term) + 1)
+                 if (i, j) != (0, len(term)) and _known_word(term[i:j])]
+        inner = [w for w in inner if not any(w != o and w in o for o in inner)]
+        for word in inner:
+            out.setdefault(word, weight)
+        if not inner:
+            out.setdefault(term, weight * SPURIOUS_WEIGHT)
+    return out
 
 
 def slot_terms(question: str) -> list[str]:

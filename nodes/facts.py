@@ -13,14 +13,16 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage
 
 from nodes.claims import extract_facts
-from nodes.risk import find_order_id
+from nodes.normalize import full_to_half
+from nodes.risk import ORDER_ID_RE, find_order_id
 
-_ELLIPTICAL_RE = re.compile(r"^(那|那么|还有|如果|要是|换成|改成)|[呢吧]\s*[？?]?$")
+_ELLIPTICAL_RE = re.compile(r"^(那|那么|还有|如果|要是|换成|改成)|[呢吧]\s*[？?]?$|我(?:问|说)的是|^(?:哦|噢)?不对")
 _KIND_LABELS = {"order_id": "订单号", "region": "地区", "payment": "支付方式", "tier": "会员等级"}
 # A carried fact bears on a question that mentions one of these (or on any elliptical follow-up).
 _RELEVANT_WHEN: dict[str, tuple[str, ...]] = {
     "order_id": ("订单", "物流", "快递", "到哪", "发货", "退", "换", "取消", "售后", "它", "这个", "那个",
-                 "这单", "那单", "吧"),
+                 "这单", "那单", "吧", "单号", "签收", "付的", "付款", "状态", "到了", "送到", "承运",
+                 "哪家", "金额", "多少钱"),
     "region": ("配送", "几天", "多久", "运费", "包邮", "送达", "到货", "能到", "时效", "快递", "邮费"),
     "payment": ("退款", "到账", "支付", "付款", "退钱", "分期"),
     "tier": ("会员", "运费", "包邮", "价保", "积分", "权益", "邮费", "优惠"),
@@ -48,11 +50,19 @@ def user_stated_facts(text: str) -> list[dict[str, str]]:
 
 
 def tool_facts(tool_calls: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """Return order ids confirmed by valid tool results this turn."""
+    """Return order ids confirmed by valid tool results this turn.
+
+    An order named in the call's args counts; so does the single order a listing was about
+    (``focus``, set by ``nodes.tools.call_tools``: 「我有哪些订单还没发货」 → that one order), so
+    「这个订单是用什么付的」 next turn refers to it.
+    """
     facts: list[dict[str, str]] = []
     for call in tool_calls:
         result = call.get("result") or {}
         order_id = call.get("args", {}).get("order_id")
+        focus = call.get("focus") or []
+        if not order_id and len(focus) == 1:
+            order_id = focus[0]
         if result.get("valid") and order_id:
             facts.append({"kind": "order_id", "value": str(order_id), "source": f"tool:{call['name']}"})
     return facts
@@ -66,7 +76,8 @@ def merge_facts(known: list[dict[str, str]], new: list[dict[str, str]]) -> list[
 
 def is_elliptical(question: str) -> bool:
     """Return True for a follow-up that leans on the previous question (「那新疆呢？」)."""
-    return len(question) <= 14 and bool(_ELLIPTICAL_RE.search(question.strip()))
+    bare = ORDER_ID_RE.sub("", full_to_half(question)).strip()  # 「那SO2026…呢」 is short too
+    return len(bare) <= 14 and bool(_ELLIPTICAL_RE.search(question.strip()))
 
 
 def relevant_facts(question: str, known: list[dict[str, str]], history: list[AnyMessage]) -> list[str]:

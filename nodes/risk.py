@@ -130,3 +130,122 @@ def is_explicit_yes(value: Any) -> bool:
     if isinstance(value, str):
         return full_to_half(value).strip().strip("。.!！ ").lower() in YES_WORDS
     return False
+
+
+# --- Order questions: which fields are asked, which tools answer them --------------------------
+
+# Field → cue words. Logistics fields come only from logistics_tracking; the others from the order.
+ASKED_FIELD_CUES: dict[str, tuple[str, ...]] = {
+    "carrier": ("哪家快递", "什么快递", "哪个快递", "快递公司", "承运", "走的哪家", "哪家物流", "走的什么",
+                "哪家送", "谁送", "快递送"),
+    "tracking_no": ("单号", "运单", "物流号", "快递号"),
+    "latest": ("到哪", "物流", "进度", "送到哪", "在哪", "怎么这么慢", "到哪一步了", "动态", "派送"),
+    "signed_by": ("谁签收", "谁收的", "签收人", "谁签的"),
+    "signed_at": ("哪天签收", "什么时候签收", "几号签收", "签收时间", "哪天到的", "什么时候到的"),
+    "status": ("状态", "发货", "发了没", "发了吗", "到了没", "到了吗", "签收了", "付款了", "付钱了", "付了没",
+               "取消了", "退了吗", "退款到", "退款了", "到账", "钱退", "怎么样了", "到哪一步", "还没付"),
+    "pay_method": ("付款方式", "支付方式", "用什么付", "用啥付", "啥付款", "什么付款", "怎么付的", "用的什么付",
+                   "用什么支付", "用什么付的", "啥付的"),
+    "amount": ("多少钱", "金额", "实付", "付了多少", "花了多少", "总价"),
+    "items": ("买了什么", "买的什么", "什么商品", "哪些商品"),
+}
+LOGISTICS_FIELDS = frozenset({"carrier", "tracking_no", "latest", "signed_by"})
+# Statuses a listing question filters on (「哪些订单还没发货」→ 待发货).
+_STATUS_FILTERS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("没付款", "未付款", "待付款", "没付钱", "还没付", "没支付", "未支付"), ("待付款",)),
+    (("没发货", "未发货", "待发货", "还没发"), ("待发货",)),
+    (("在路上", "运输中", "还没到", "已经发货", "已发货"), ("已发货", "运输中")),
+    (("退款中", "在退款", "退款的"), ("退款中",)),
+    (("已退款", "退了款"), ("已退款",)),
+    (("取消的", "已取消"), ("已取消",)),
+    (("签收的", "已签收", "收到的", "到了的"), ("已签收",)),
+)
+_SHIPPING_CUES = ("发货了", "发货没", "发了没", "发了吗", "签收了", "到了没", "到了吗", "到没到", "收到了吗")
+_SHIPPED = ("已发货", "运输中", "已签收", "退款中", "已退款")
+
+
+def asked_fields(question: str) -> list[str]:
+    """Return the order fields ``question`` asks for, in a stable order (may be empty).
+
+    「SO…走的哪家快递，单号多少」→ ["carrier", "tracking_no"]; 「发货了吗」→ ["status"].
+    """
+    text = full_to_half(question)
+    fields = [f for f, cues in ASKED_FIELD_CUES.items() if any(c in text for c in cues)]
+    if "到哪一步" in text and "物流" not in text and "快递" not in text:
+        fields = [f for f in fields if f != "latest"]  # 「退款到哪一步了」 asks the order's state
+    if "快递" in text and not fields:
+        fields = ["carrier", "tracking_no", "latest"]
+    if any(c in text for c in _SHIPPING_CUES) and "latest" not in fields:
+        fields.append("latest")  # 「发货了吗」: the state, plus the shipment when there is one
+    return fields
+
+
+def status_filter(question: str) -> tuple[str, ...]:
+    """Return the order statuses a listing question asks about (「还没发货」→ 待发货), or ()."""
+    text = full_to_half(question)
+    for cues, statuses in _STATUS_FILTERS:
+        if any(c in text for c in cues):
+            return statuses
+    return ()
+
+
+def is_shipped_status(status: str) -> bool:
+    """Return True when an order in ``status`` has (had) a shipment to track."""
+    return status in _SHIPPED
+
+
+def plan_order_tools(question: str, order_id: str | None, default_tool: str) -> list[dict[str, Any]]:
+    """Return the read-tool calls that answer an order question (args never include the user id).
+
+    Logistics fields (carrier, tracking number, latest event, signed-by) need
+    ``logistics_tracking``; status, pay method and amounts need ``order_lookup``. When both are
+    asked (or nothing in particular is), the order comes first and the logistics call is marked ``if_shipped`` (an unshipped
+    order's status already answers 「发货了吗」). Without an order id the customer's order list is
+    looked up and marked ``resolve`` so the caller may pick the one order the question names.
+
+    Args:
+        question: The customer's message.
+        order_id: The order id from the message or the carried-forward facts.
+        default_tool: The tool the matched profile action names (a logistics action without an
+            order id follows the listing up with ``logistics_tracking``).
+
+    """
+    fields = set(asked_fields(question))
+    wants_logistics = bool(fields & LOGISTICS_FIELDS)
+    wants_order = bool(fields - LOGISTICS_FIELDS)
+    if not fields:  # 「查一下SO…」「那SO…呢」: the order, and its shipment when it has one
+        wants_logistics = wants_order = True
+    if not order_id:
+        lookup: dict[str, Any] = {"name": "order_lookup", "args": {}}
+        follow = wants_logistics or default_tool == "logistics_tracking"
+        return [{**lookup, "resolve": True, "then": "logistics_tracking"} if follow else lookup]
+    args = {"order_id": order_id}
+    if wants_logistics and wants_order:
+        return [{"name": "order_lookup", "args": dict(args)},
+                {"name": "logistics_tracking", "args": dict(args), "if_shipped": True}]
+    if wants_logistics:
+        return [{"name": "logistics_tracking", "args": dict(args)}]
+    return [{"name": "order_lookup", "args": dict(args)}]
+
+
+def _bigrams(text: str) -> set[str]:
+    chars = [c for c in full_to_half(text) if c.isalnum()]
+    return {a + b for a, b in zip(chars, chars[1:], strict=False)}
+
+
+def match_orders(question: str, orders: list[dict[str, Any]]) -> list[str]:
+    """Return the ids of listed orders whose item names the question names (best overlap only).
+
+    「我买的那个降噪耳机到了没」 picks the order containing 「…降噪耳机」; ties return every tied
+    order (the caller then asks nothing further of any of them).
+    """
+    grams = _bigrams(re.sub(r"SO\d+", "", question, flags=re.I))
+    best, ids = 0, []  # at least one shared bigram (「空调」)
+    for order in orders:
+        names = " ".join(str(i.get("name", i)) if isinstance(i, dict) else str(i) for i in order.get("items") or [])
+        score = len(grams & _bigrams(names))
+        if score > best:
+            best, ids = score, [str(order.get("order_id"))]
+        elif score == best and ids:
+            ids.append(str(order.get("order_id")))
+    return ids

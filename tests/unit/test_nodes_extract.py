@@ -21,13 +21,21 @@ from nodes.extract import (
     coverage,
     idf_weights,
     question_bigrams,
+    robust_terms,
     row_key_match,
     score_candidates,
     slot_kinds,
     slot_terms,
     stated_types,
 )
-from nodes.generate import answer_terms, passes_gate, select_sentences, sentence_units
+from nodes.generate import (
+    answer_terms,
+    passes_gate,
+    query_terms,
+    retrieval_vouches,
+    select_sentences,
+    sentence_units,
+)
 from nodes.risk import asks_own_orders
 from shop.tools import ShopToolbox
 from tests.fakes import fixture_index
@@ -154,6 +162,60 @@ def test_score_candidates_penalises_other_rows_of_a_table_that_names_the_asked_r
 ])
 def test_passes_gate(term_cov, bigram_cov, passes):
     assert passes_gate(term_cov, bigram_cov, 0.5, 0.4) is passes
+
+
+@pytest.mark.parametrize(("term_cov", "vouched", "passes"), [
+    (0.25, True, True), (0.25, False, False), (0.2, True, False), (0.0, True, False), (0.5, False, True),
+])
+def test_passes_gate_semantic_path_needs_vouching_and_a_lower_lexical_bar(term_cov, vouched, passes):
+    assert passes_gate(term_cov, 0.0, 0.5, 0.4, vouched=vouched, semantic_share=0.5) is passes
+
+
+def scored(cid: str, text: str, *, bm25: float, dense: float, doc: str | None = None,
+           superseded: bool = False) -> dict[str, Any]:
+    item = chunk(cid, text, doc=doc, superseded=superseded)
+    item["scores"] = {"bm25": bm25, "dense": dense, "fused": 0.9, "score": 0.9}
+    return item
+
+
+def test_retrieval_vouches_needs_agreement_and_a_high_dense_score():
+    agree = [scored("a#1", "x", bm25=20.0, dense=0.92), scored("b#1", "y", bm25=10.0, dense=0.85)]
+    assert retrieval_vouches(agree, 0.9)
+    assert not retrieval_vouches(agree, 0.95)  # top chunk below the bar
+    disagree = [scored("a#1", "x", bm25=20.0, dense=0.91), scored("b#1", "y", bm25=10.0, dense=0.93)]
+    assert not retrieval_vouches(disagree, 0.9)  # BM25 and dense put different documents first
+    same_doc = [scored("a#1", "x", bm25=20.0, dense=0.91), scored("a#2", "y", bm25=10.0, dense=0.93)]
+    assert retrieval_vouches(same_doc, 0.9)  # agreement is per document
+    old = [scored("a#1", "x", bm25=30.0, dense=0.99, superseded=True), *disagree]
+    assert not retrieval_vouches(old, 0.9)  # a superseded chunk never vouches
+    assert not retrieval_vouches([chunk("a#1", "x")], 0.9)  # no dense score (BM25-only retrieval)
+    assert not retrieval_vouches([], 0.9)
+
+
+def test_robust_terms_split_or_down_weight_jieba_guesses():
+    weights = robust_terms(["衣服", "周开线", "2周"], 1.0)
+    assert weights == {"衣服": 1.0, "开线": 1.0, "2周": 1.0}  # the dictionary word inside the guess
+    weights = robust_terms(["仓库", "完货"], 1.0)
+    assert weights == {"仓库": 1.0, "完货": 0.5}  # no word inside: kept at half weight
+    assert robust_terms(["256g", "plus"], 0.5) == {"256g": 0.5, "plus": 0.5}  # numbers, Latin words kept
+    assert "周开线" not in query_terms("衣服穿了两周开线了", [])
+
+
+def test_semantic_gate_answers_a_paraphrase_only_when_retrieval_vouches():
+    text = "仓库收到退回的商品后，会在48小时内完成质检。"
+    question = "寄回去以后仓库多久验完货"  # lexically weak: 「回去」「以后」 are not in the chunk
+    other = scored("exchange#1", "换货商品质检后发出。", bm25=5.0, dense=0.8)
+    vouched = [scored("returns#1", text, bm25=25.0, dense=0.92), other]
+    assert select_sentences(question, [question], vouched, 0.5, set(), min_dense=None) == []
+    chosen = select_sentences(question, [question], vouched, 0.5, set(), min_dense=0.9)
+    assert chosen and chosen[0][1] == "returns#1"
+    weak = [scored("returns#1", text, bm25=25.0, dense=0.88), other]
+    assert select_sentences(question, [question], weak, 0.5, set(), min_dense=0.9) == []
+
+
+def test_semantic_gate_does_not_open_for_an_out_of_kb_question():
+    evidence = [scored("returns#1", "7天无理由退货期限自签收次日零点起计算。", bm25=30.0, dense=0.95)]
+    assert select_sentences("帮我写一首关于秋天的诗", ["帮我写一首关于秋天的诗"], evidence, 0.5, set()) == []
 
 
 def test_gate_still_refuses_an_unrelated_question():

@@ -116,7 +116,10 @@ def test_tool_rendering():
     ok = {"code": 0, "valid": True, "source": "order_lookup", "timestamp": 0.0, "message": "已查询到订单",
           "data": {"order_id": "SO1", "status": "运输中", "amount": 1000.0, "user_id": "u1"}}
     lines = render_tool_facts("order_lookup", ok)
-    assert lines[0] == "已查询到订单" and "金额：1000元" in lines[1] and "u1" not in lines[1]
+    # the asked (default: status) field first, every other field once, no repeated summary message
+    assert lines == ["订单 SO1，订单状态：运输中", "金额：1000元"]
+    asked = render_tool_facts("order_lookup", ok, question="SO1多少钱")
+    assert asked[0] == "订单 SO1，金额：1000元" and "运输中" in asked[1] and "1000" not in asked[1]
     failed = {"code": 500, "valid": False, "source": "logistics_tracking", "timestamp": 0.0,
               "message": "系统繁忙", "data": None}
     assert tool_observation("logistics_tracking", failed) == "物流信息查询失败：系统繁忙"
@@ -196,3 +199,99 @@ def test_ticket_fields_are_not_labelled_as_order_fields():
     text = "\n".join(render_tool_facts("after_sales_apply", result))
     assert "工单状态：待审核" in text and "申请时间：2026-11-29 10:00:00" in text
     assert "订单状态" not in text and "下单时间" not in text
+
+
+@pytest.mark.parametrize(("question", "fields"), [
+    ("SO2026112700204走的哪家快递", ["carrier"]),
+    ("我那个SO2026101500101的快递单号是多少", ["tracking_no"]),
+    ("SO2026112100403怎么这么慢，到哪了", ["latest"]),
+    ("SO2026112000102签收了吗，谁签收的", ["signed_by", "status", "latest"]),
+    ("SO2026112800104我是用什么付的钱来着", ["pay_method"]),
+    ("SO2026102000201空调是哪天签收的", ["signed_at"]),
+    ("SO2026111800302退款到哪一步了", ["status"]),
+    ("查一下订单SO2026112500103", []),
+])
+def test_asked_fields(question, fields):
+    from nodes.risk import asked_fields
+
+    assert asked_fields(question) == fields
+
+
+def test_plan_order_tools_follows_the_asked_fields():
+    from nodes.risk import plan_order_tools
+
+    oid = "SO2026112500103"
+    names = lambda q, o=oid, d="order_lookup": [p["name"] for p in plan_order_tools(q, o, d)]  # noqa: E731
+    assert names("走的哪家快递，单号多少") == ["logistics_tracking"]  # only logistics has these
+    assert names("用什么付的钱") == ["order_lookup"]
+    both = plan_order_tools("发货了吗", oid, "order_lookup")
+    assert [p["name"] for p in both] == ["order_lookup", "logistics_tracking"]
+    assert both[1]["if_shipped"] and both[1]["args"] == {"order_id": oid}
+    assert names("查一下", oid) == ["order_lookup", "logistics_tracking"]  # nothing specific: both
+    listing = plan_order_tools("老人手机那单走的什么快递", None, "order_lookup")
+    assert listing == [{"name": "order_lookup", "args": {}, "resolve": True, "then": "logistics_tracking"}]
+    assert plan_order_tools("我有哪些订单还没付款", None, "order_lookup") == [{"name": "order_lookup", "args": {}}]
+
+
+def test_status_filter_and_order_matching():
+    from nodes.risk import match_orders, status_filter
+
+    assert status_filter("我有个订单还没付钱，是哪个") == ("待付款",)
+    assert status_filter("我最近有哪些订单还没发货") == ("待发货",)
+    assert status_filter("我有没有已经发货还在路上的订单") == ("已发货", "运输中")
+    assert status_filter("订单列表") == ()
+    orders = [{"order_id": "A", "items": ["静享 Pro 主动降噪蓝牙耳机"]},
+              {"order_id": "B", "items": ["老人手机 大字版"]}, {"order_id": "C", "items": ["保温杯"]}]
+    assert match_orders("我买的那个降噪耳机到了没", orders) == ["A"]
+    assert match_orders("老人手机那单走的什么快递", orders) == ["B"]
+    assert match_orders("我的订单呢", orders) == []
+
+
+def test_tool_facts_state_asked_fields_first_once():
+    ship = {"code": 0, "valid": True, "source": "logistics_tracking", "timestamp": 0.0,
+            "message": "订单 SO1 由中通快递承运，运单号 ZT1；最新：2026-11-27 10:00 上海 已到达上海中转部",
+            "data": {"order_id": "SO1", "status": "运输中", "carrier": "中通快递", "tracking_no": "ZT1",
+                     "shipped_at": "2026-11-26 09:00", "events": [],
+                     "latest": {"time": "2026-11-27 10:00", "location": "上海", "description": "已到达上海中转部"}}}
+    lines = render_tool_facts("logistics_tracking", ship, question="SO1快递单号多少")
+    assert lines[0] == "订单 SO1，运单号：ZT1"
+    text = "\n".join(lines)
+    for fact in ("中通快递", "运输中", "2026-11-26 09:00", "已到达上海中转部"):  # complete for the verifier
+        assert text.count(fact) == 1  # … and every fact once (no repeated summary message)
+    assert "订单状态" not in "\n".join(render_tool_facts("logistics_tracking", ship, omit=("status",)))
+    listing = {"code": 0, "valid": True, "source": "order_lookup", "timestamp": 0.0, "message": "已查询到您最近的 2 笔订单",
+               "data": {"orders": [{"order_id": "SO1", "status": "已签收", "amount": 10.0, "items": ["书"]},
+                                   {"order_id": "SO2", "status": "待付款", "amount": 20.0, "items": ["杯"]}],
+                        "count": 2}}
+    lines = render_tool_facts("order_lookup", listing, question="哪个订单还没付款", focus=["SO2"])
+    assert lines[0].startswith("订单号：SO2") and "待付款" in lines[0] and lines[1] == "其他订单：SO1（已签收）"
+    none = render_tool_facts("order_lookup", listing, question="有没有退款中的订单", focus=[])
+    assert none[0] == "您最近的 2 笔订单中没有退款中的订单" and len(none) == 3
+
+
+def test_follow_ups_keep_the_order_in_focus():
+    from nodes.facts import tool_facts
+
+    assert is_elliptical("那SO2026103000401呢")  # the order id does not make it long
+    assert is_elliptical("哦不对，我问的是SO2026112000102")
+    known = [{"kind": "order_id", "value": "SO2026112400303", "source": "user"}]
+    assert relevant_facts("快递单号多少", known, []) == ["订单号：SO2026112400303（客户陈述）"]
+    assert relevant_facts("这个订单是用什么付的", known, []) == ["订单号：SO2026112400303（客户陈述）"]
+    listing = {"name": "order_lookup", "args": {}, "result": {"valid": True}, "focus": ["SO2026112800304"]}
+    assert tool_facts([listing]) == [{"kind": "order_id", "value": "SO2026112800304", "source": "tool:order_lookup"}]
+    assert tool_facts([{**listing, "focus": ["A", "B"]}]) == []  # ambiguous: nothing carried
+    assert tool_facts([{**listing, "result": {"valid": False}}]) == []
+
+
+def test_brief_rendering_is_a_subset_of_the_complete_text():
+    from nodes.evidence import tool_to_evidence
+
+    result = {"code": 0, "valid": True, "source": "order_lookup", "timestamp": 0.0, "message": "已查询到订单 SO1",
+              "data": {"order_id": "SO1", "status": "已退款", "refund_status": "已退款", "pay_method": "花呗",
+                       "items": [{"name": "书", "qty": 1}], "amount": 20.0, "created_at": "2026-11-01 10:00:00"}}
+    item = tool_to_evidence("order_lookup", 1, result, {"order_id": "SO1"}, question="SO1用什么付的")
+    assert item["text"].splitlines()[0] == item["brief"].splitlines()[0] == "订单 SO1，支付方式：花呗"
+    assert "2026-11-01 10:00:00" in item["text"] and "2026-11-01 10:00:00" not in item["brief"]
+    assert item["text"].count("已退款") == 1  # refund status equal to the order status: said once
+    for fact in ("已退款", "书×1", "20元"):
+        assert fact in item["brief"] and fact in item["text"]

@@ -185,3 +185,70 @@ def test_route_boundary_offline_uses_embedder_for_unmatched_questions(deps):
     update = route_boundary({"question": "东西坏掉了咋整", "facts": []}, rt(), deps)
     assert update["route"] == "answer" and update["boundary_reason"] == "nearest intent example"
     assert update["domain"] in {d["domain"] for d in load_profile("shop")["whitelist"]}
+
+
+def test_route_plans_logistics_for_carrier_and_tracking_questions(deps):
+    state = {"question": "SO2026112500103走的哪家快递，单号多少", "facts": []}
+    update = route_boundary(state, rt(user_id="u1001"), deps)
+    assert update["route"] == "tool"
+    assert [p["name"] for p in update["tool_plan"]] == ["logistics_tracking"]
+    shipped = route_boundary({"question": "SO2026112500103发货了吗", "facts": []}, rt(user_id="u1001"), deps)
+    assert [p["name"] for p in shipped["tool_plan"]] == ["order_lookup", "logistics_tracking"]
+
+
+def test_route_uses_carried_order_id_for_follow_up(deps):
+    state = {"messages": [HumanMessage("SO2026112400303到了吗"), AIMessage("已签收"), HumanMessage("快递单号多少")],
+             "known_facts": []}
+    turn = start_turn(state)
+    update = route_boundary({**state, **turn}, rt(user_id="u1003"), deps)
+    assert update["tool_plan"] == [{"name": "logistics_tracking", "args": {"order_id": "SO2026112400303"}}]
+
+
+def test_call_tools_skips_logistics_of_unshipped_order(deps):
+    plan = [{"name": "order_lookup", "args": {"order_id": "SO2026112800104"}},
+            {"name": "logistics_tracking", "args": {"order_id": "SO2026112800104"}, "if_shipped": True}]
+    update = call_tools({"question": "SO2026112800104发货没", "tool_plan": plan, "tool_calls": []},
+                        rt(user_id="u1001"), deps)
+    assert [c["name"] for c in update["tool_calls"]] == ["order_lookup"]
+    assert update["evidence"][0]["text"].startswith("订单 SO2026112800104，订单状态：待发货")
+    other = call_tools({"question": "SO2026112800104发货没", "tool_plan": plan, "tool_calls": []},
+                       rt(user_id="u1002"), deps)  # another user's order: one denial, no second call
+    assert [c["result"]["code"] for c in other["tool_calls"]] == [403]
+
+
+def test_call_tools_states_both_tools_facts_once(deps):
+    plan = [{"name": "order_lookup", "args": {"order_id": "SO2026112500103"}},
+            {"name": "logistics_tracking", "args": {"order_id": "SO2026112500103"}, "if_shipped": True}]
+    update = call_tools({"question": "SO2026112500103发货了吗", "tool_plan": plan, "tool_calls": []},
+                        rt(user_id="u1001"), deps)
+    order, ship = (e["text"] for e in update["evidence"])
+    assert "订单状态" in order and "订单状态" not in ship and "承运快递" in ship
+    brief = update["evidence"][0]["brief"]  # the answer goes on with the shipment, not the items
+    assert brief == "订单 SO2026112500103，订单状态：运输中" and "商品" in order
+
+
+def test_call_tools_resolves_the_order_a_question_names(deps):
+    plan = [{"name": "order_lookup", "args": {}, "resolve": True, "then": "logistics_tracking"}]
+    update = call_tools({"question": "我买的那个降噪耳机到哪了", "tool_plan": plan, "tool_calls": []},
+                        rt(user_id="u1001"), deps)
+    listing, ship = update["tool_calls"]
+    assert listing["focus"] == ["SO2026112000102"]
+    assert ship["name"] == "logistics_tracking" and ship["args"] == {"order_id": "SO2026112000102"}
+    first, second = update["evidence"]  # the follow-up answers the question: it comes first
+    assert first["id"] == "tool:logistics_tracking#1" and first["text"].startswith("订单 SO2026112000102，承运快递：京东物流，最新动态")
+    assert second["text"].startswith("订单号：SO2026112000102") and "其他订单" not in second["brief"]
+    unpaid = call_tools({"question": "我有哪些订单还没付款", "tool_plan": [{"name": "order_lookup", "args": {}}],
+                         "tool_calls": []}, rt(user_id="u1001"), deps)
+    assert unpaid["tool_calls"][0]["focus"] == ["SO2026112900105"]
+    assert "待付款" in unpaid["evidence"][0]["text"].splitlines()[0]
+
+
+def test_generate_offline_semantic_gate_uses_the_real_retrieval_scores(deps):
+    question = "钱多久能退回来"  # lexically weak: the KB says 「退款」「到账时间」
+    evidence = retrieve_hybrid({"question": question, "queries": [question]}, rt(), deps)["evidence"]
+    state = {"question": question, "queries": [], "evidence": evidence, "feedback": []}
+    assert compose_offline(state, 0.5, min_dense=None) == (NO_ANSWER, "no_evidence")
+    top = float(evidence[0]["scores"]["dense"])
+    assert compose_offline(state, 0.5, min_dense=top + 0.01) == (NO_ANSWER, "no_evidence")
+    draft, reason = compose_offline(state, 0.5, min_dense=top)  # both rankings agree on refund-times
+    assert reason is None and "【来源:refund-times#" in draft and "退款" in draft
