@@ -94,12 +94,13 @@ SLOT_WEIGHT = 1.5  # regions, tiers and payment methods the question names
 # put the same document first and the top chunk's cosine similarity reaches MIN_DENSE; then a
 # lower lexical bar (SEMANTIC_SHARE of min_coverage) suffices. Chosen on the TUNE half of the dev
 # sets only (cases with sha1("suite/case-id") even; multi-turn turns go with their conversation):
-# gate-refused answerable questions there have a top-chunk cosine ≥ 0.905, out-of-KB ones ≤ 0.895
-# with the bundled embedder (0.89–0.90 gave the same result; the CHECK half confirmed it and that
-# the agreement test is needed). The cosine scale is the embedder's: another embedding model needs
+# among gate-refused questions that pass the other two tests, the answerable ones there have a
+# top-chunk cosine ≥ 0.905 and the one answered wrongly 0.882 with the bundled embedder: the
+# threshold is the midpoint (0.89–0.90 gave the same TUNE result; the CHECK half confirmed it and
+# that the agreement test is needed: without it CHECK lets out-of-KB questions through). The cosine scale is the embedder's: another embedding model needs
 # its own value; profiles override both ("min_dense_similarity" (null disables),
 # "semantic_coverage_share").
-MIN_DENSE = 0.90
+MIN_DENSE = 0.894
 SEMANTIC_SHARE = 0.5
 
 
