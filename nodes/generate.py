@@ -220,7 +220,7 @@ def compose_offline(state: State, min_coverage: float, *,
     for item in (e for e in evidence if e.get("kind") == "tool"):
         if not (item.get("result") or {}).get("valid"):
             fail_reason = "tool_failure"
-        for line in item.get("text", "").splitlines():
+        for line in (item.get("brief") or item.get("text", "")).splitlines():
             plain = line.strip().strip(_TERMINATORS)
             if plain and plain not in dropped:
                 sentences.append(f"{plain}【来源:{item['id']}】。")
