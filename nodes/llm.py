@@ -10,6 +10,8 @@ import json
 import logging
 import math
 import re
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -20,6 +22,36 @@ from pydantic import BaseModel, ValidationError
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
+
+# Circuit breaker: once an endpoint is unreachable or timing out, the next calls to the same
+# model skip it for this many seconds and take their offline path at once, instead of every
+# node of every turn waiting out its own timeouts and retries.
+ENDPOINT_COOLDOWN_S = 30.0
+# id(model) -> (model, until, last error); the model is kept so that its id stays its own
+_down_until: dict[int, tuple[BaseChatModel, float, str]] = {}
+_down_lock = threading.Lock()
+
+
+def _is_unreachable(exc: BaseException) -> bool:
+    """Return True for connection failures and timeouts (not for a bad request or bad output)."""
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    name = type(exc).__name__
+    return "Connection" in name or "Timeout" in name
+
+
+def endpoint_down_reason(llm: BaseChatModel) -> str | None:
+    """Return why ``llm``'s endpoint is skipped (its last failure), or None when it may be called."""
+    with _down_lock:
+        entry = _down_until.get(id(llm))
+        if entry is None or entry[1] <= time.monotonic():
+            return None
+        return entry[2]
+
+
+def _mark_down(llm: BaseChatModel, error: str = "unreachable") -> None:
+    with _down_lock:
+        _down_until[id(llm)] = (llm, time.monotonic() + ENDPOINT_COOLDOWN_S, error)
 _FENCE_RE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
@@ -94,6 +126,9 @@ def structured_call(
         retries: Extra attempts after the first on errors or unparsable output.
 
     """
+    down = endpoint_down_reason(llm)
+    if down is not None:
+        return LLMOutcome(None, f"endpoint skipped while cooling down after: {down}", None, 0)
     runnable = llm.with_structured_output(schema, include_raw=True)
     error = "not called"
     for attempt in range(1, retries + 2):
@@ -104,6 +139,9 @@ def structured_call(
         except Exception as exc:  # noqa: BLE001 - any endpoint failure falls back offline
             error = f"{type(exc).__name__}: {exc}"[:300]
             logger.warning("LLM call for %s failed (attempt %d): %s", schema.__name__, attempt, error)
+            if _is_unreachable(exc):
+                _mark_down(llm, error)
+                return LLMOutcome(None, error, None, attempt)
             continue
         raw_msg = out.get("raw") if isinstance(out, dict) else None
         parsed = out.get("parsed") if isinstance(out, dict) else out

@@ -295,3 +295,26 @@ def test_brief_rendering_is_a_subset_of_the_complete_text():
     assert item["text"].count("已退款") == 1  # refund status equal to the order status: said once
     for fact in ("已退款", "书×1", "20元"):
         assert fact in item["brief"] and fact in item["text"]
+
+
+def test_unreachable_endpoint_is_skipped_during_its_cool_down(monkeypatch):
+    from langchain_core.messages import HumanMessage
+    from pydantic import BaseModel
+
+    from nodes import llm as llm_mod
+    from tests.fakes import ScriptedChatModel
+
+    class Answer(BaseModel):
+        text: str
+
+    dead = ScriptedChatModel([ConnectionError("connection refused"), ConnectionError("again")])
+    first = llm_mod.structured_call(dead, Answer, [HumanMessage("hi")], retries=2)
+    assert first.value is None and "ConnectionError" in (first.error or "")
+    assert dead.remaining == 1  # a connection failure is not retried at this level
+    second = llm_mod.structured_call(dead, Answer, [HumanMessage("hi")])
+    assert second.value is None and "cooling down after: ConnectionError" in (second.error or "")
+    assert dead.remaining == 1  # skipped without calling the endpoint
+    monkeypatch.setattr(llm_mod, "ENDPOINT_COOLDOWN_S", 0.0)
+    llm_mod._mark_down(dead)
+    llm_mod.structured_call(dead, Answer, [HumanMessage("hi")])
+    assert dead.remaining == 0  # after the cool-down the endpoint is tried again
