@@ -55,11 +55,22 @@ _MAX_ADAPTATIONS = 2  # drop logprobs, drop json_schema: each at most once per c
 
 
 def _rejects(exc: BaseException, word: str) -> bool:
+    if isinstance(exc, openai.InternalServerError):
+        # llama-cpp-python's server reports request validation errors as HTTP 500 with the
+        # pydantic error in the message ("'loc': ('body', 'response_format', 'type'), ...").
+        message = str(exc.message).lower()
+        return "validation error" in message and word in message
     if not isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError)):
         return False
     body = exc.body if isinstance(exc.body, dict) else {}
     param = str(body.get("param") or "")
     return word in param or word in str(exc.message).lower()
+
+
+def _is_llama_cpp_rejection(exc: BaseException) -> bool:
+    """Return True for llama-cpp-python's 500 "Input should be 'text' or 'json_object'" error."""
+    return (isinstance(exc, openai.InternalServerError)
+            and "'json_object'" in str(exc.message) and "validation error" in str(exc.message))
 
 
 def is_logprobs_rejection(exc: BaseException) -> bool:
@@ -142,6 +153,9 @@ class CompatChatOpenAI(ChatOpenAI):
     json_schema_supported: bool = True
     """False once the server rejected ``response_format`` json_schema (then json_object is used)."""
 
+    json_object_schema: bool = False
+    """True when the json_object fallback also carries ``"schema"`` (llama-cpp-python's grammar)."""
+
     def _without_logprobs(self, exc: BaseException) -> bool:
         if not (self.logprobs or self.top_logprobs) or not is_logprobs_rejection(exc):
             return False
@@ -157,6 +171,9 @@ class CompatChatOpenAI(ChatOpenAI):
         if structured and self.json_schema_supported and is_json_schema_rejection(exc):
             logger.warning("LLM endpoint rejects json_schema output (%s); using json_object", exc)
             self.json_schema_supported = False
+            # llama-cpp-python accepts {"type": "json_object", "schema": ...} and compiles the
+            # schema to a grammar, so small local models cannot return the wrong JSON shape.
+            self.json_object_schema = _is_llama_cpp_rejection(exc)
             return True
         return False
 
@@ -169,8 +186,11 @@ class CompatChatOpenAI(ChatOpenAI):
             return messages, kwargs, None
         if self.json_schema_supported:
             return messages, {**kwargs, "response_format": type_to_response_format_param(schema)}, schema
+        response_format: dict[str, Any] = {"type": "json_object"}
+        if self.json_object_schema:
+            response_format["schema"] = schema.model_json_schema()
         return _with_instruction(messages, schema), {
-            **kwargs, "response_format": {"type": "json_object"}}, schema
+            **kwargs, "response_format": response_format}, schema
 
     def _generate(
         self,

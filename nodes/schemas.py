@@ -28,8 +28,8 @@ class RewrittenQueries(BaseModel):
 class GeneratedAnswer(BaseModel):
     """A grounded answer whose every factual sentence carries 【来源:id】."""
 
-    answer: str
-    cannot_answer: bool = False
+    answer: str = Field(description="简体中文回答；每个陈述事实的句子末尾带【来源:资料id】")
+    cannot_answer: bool = Field(default=False, description="资料不足以回答时为 true")
 
 
 class ClaimVerdict(BaseModel):

@@ -221,3 +221,37 @@ def test_streamed_tool_calls_are_reassembled(server):
     assert total.tool_calls == [{"name": "logistics_tracking", "args": {"order_id": "SO2026112500103"},
                                  "id": "call_1_0", "type": "tool_call"}]
     assert server.requests[0]["stream"] is True
+
+
+LLAMA_CPP_REJECTION = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}")
+
+
+def test_llama_cpp_500_json_schema_rejection_falls_back_to_json_object_with_schema():
+    # llama-cpp-python's server answers a json_schema response_format with HTTP 500 (its request
+    # validation error), seen against a real llama_cpp.server 0.3.36.
+    def responder(request):
+        if request.get("response_format", {}).get("type") == "json_schema":
+            return Fail(500, LLAMA_CPP_REJECTION)
+        return Reply(content='{"route": "refuse", "confidence": 0.8}')
+
+    with FakeOpenAIServer(responder) as srv:
+        model = model_for(srv.url)
+        runnable = model.with_structured_output(Decision, include_raw=True)
+        assert runnable.invoke("我头疼吃什么药")["parsed"] == Decision(route="refuse", confidence=0.8)
+        assert runnable.invoke("再问一次")["parsed"] == Decision(route="refuse", confidence=0.8)
+        formats = [r["response_format"] for r in srv.requests]
+        assert [f["type"] for f in formats] == ["json_schema", "json_object", "json_object"]
+        # the schema rides along so llama.cpp constrains the output with a grammar
+        assert formats[1]["schema"]["properties"]["route"]["enum"] == ["answer", "refuse"]
+        assert srv.errors == []
+
+
+def test_plain_500_is_not_taken_for_a_json_schema_rejection(server):
+    server.script(Fail(500, "boom: json_schema handler crashed"))
+    runnable = model_for(server.url).with_structured_output(Decision, include_raw=True)
+    with pytest.raises(openai.InternalServerError):
+        runnable.invoke("q")
+    assert [r["response_format"]["type"] for r in server.requests] == ["json_schema"]
