@@ -206,16 +206,36 @@ def check_sentence(sentence: str, evidence_texts: list[str], question: str = "")
     return problems
 
 
+def _effective_citations(sentences: list[str]) -> list[list[str]]:
+    """Return each unit's citations; a unit ending in 「；」 shares those of the unit after it.
+
+    A cited sentence with a semicolon is split into units, and only its last one carries the
+    tag: 「商品：A×1；B×1，金额：1000元【来源:x】。」 cites ``x`` for both halves.
+    """
+    out: list[list[str]] = []
+    following: list[str] = []
+    for sentence in reversed(sentences):
+        own = parse_citations(sentence)
+        stripped = strip_citations(sentence).rstrip()
+        cited = own or (following if stripped.endswith(("；", ";")) else [])
+        out.append(cited)
+        following = cited
+    return out[::-1]
+
+
 def _code_claims(question: str, answer: str, ev_by_id: dict[str, dict[str, Any]],
-                 write_succeeded: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                 write_succeeded: bool, require_citations: bool = False,
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     claims: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
     all_ids = [i for i, e in ev_by_id.items() if not e.get("superseded")]
-    for sentence in split_sentences(answer):
+    sentences = split_sentences(answer)
+    for sentence, cited in zip(sentences, _effective_citations(sentences), strict=True):
         if _is_boilerplate(sentence):
             continue
-        cited = parse_citations(sentence)
         problems = [f"引用的资料 {c} 不存在" for c in cited if c not in ev_by_id]
+        if require_citations and not cited:
+            problems.append("事实陈述没有标注来源")
         ids = [c for c in cited if c in ev_by_id] or ([] if cited else all_ids)
         problems += [f"引用了已失效的旧版本 {c}" for c in ids if ev_by_id[c].get("superseded")]
         problems += check_sentence(sentence, [str(ev_by_id[i].get("text", "")) for i in ids], question)
@@ -241,7 +261,8 @@ def _llm_claims(llm: BaseChatModel, question: str, answer: str,
 
 
 def check_answer(question: str, answer: str, evidence: list[dict[str, Any]], *,
-                 llm: BaseChatModel | None = None, write_succeeded: bool = False) -> dict[str, Any]:
+                 llm: BaseChatModel | None = None, write_succeeded: bool = False,
+                 require_citations: bool = False) -> dict[str, Any]:
     """Verify ``answer`` against ``evidence``; return the verification dict of ``graph.state``.
 
     Code checks always run; with ``llm`` the model's per-claim verdicts are merged in (a claim
@@ -254,10 +275,12 @@ def check_answer(question: str, answer: str, evidence: list[dict[str, Any]], *,
         evidence: Items with at least ``id`` and ``text`` (``superseded`` honoured when present).
         llm: Optional chat model for the claim-level check.
         write_succeeded: Whether a write tool succeeded this turn (allows 「已为您办理」).
+        require_citations: Fail every factual sentence without a 【来源】 tag (the agent's own
+            answers); off for answers generated elsewhere, which are checked against all evidence.
 
     """
     ev_by_id = {str(e["id"]): e for e in evidence}
-    claims, checks = _code_claims(question, answer, ev_by_id, write_succeeded)
+    claims, checks = _code_claims(question, answer, ev_by_id, write_succeeded, require_citations)
     if llm is not None and claims:
         result, error = _llm_claims(llm, question, answer, evidence)
         checks.append({"name": "llm_claims", "ok": result is not None and result.overall == "pass",
@@ -278,7 +301,8 @@ def verify_answer(state: State, runtime: Runtime[Context], deps: Deps) -> dict[s
     write_ok = any(c.get("write") and c["result"].get("valid") for c in state.get("tool_calls") or [])
     llm = deps.llm if ctx.llm_verify and state.get("route") != "chitchat" else None
     verification = check_answer(state.get("question", ""), state.get("draft", ""),
-                                state.get("evidence") or [], llm=llm, write_succeeded=write_ok)
+                                state.get("evidence") or [], llm=llm, write_succeeded=write_ok,
+                                require_citations=True)
     update: dict[str, Any] = {"verification": verification}
     if verification["overall"] == "fail" and (state.get("reflections") or 0) >= ctx.max_reflections:
         update.update(status="handoff", fail_reason="reflection_exhausted")

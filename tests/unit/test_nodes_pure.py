@@ -318,3 +318,19 @@ def test_unreachable_endpoint_is_skipped_during_its_cool_down(monkeypatch):
     llm_mod._mark_down(dead)
     llm_mod.structured_call(dead, Answer, [HumanMessage("hi")])
     assert dead.remaining == 0  # after the cool-down the endpoint is tried again
+
+
+def test_agent_answers_must_cite_every_factual_sentence():
+    from nodes.verify import check_answer
+
+    evidence = [{"id": "r#1", "text": "质量问题退货，运费由商城承担。"},
+                {"id": "r#2", "text": "7天无理由退货属于买家原因退货，寄回商品的运费由买家承担。"}]
+    uncited = "无理由退货运费由商城承担。"
+    # an answer written elsewhere is checked against all evidence ...
+    assert check_answer("退货运费谁出", uncited, evidence)["overall"] in ("pass", "fail")
+    # ... but the agent's own uncited factual sentence never passes
+    strict = check_answer("退货运费谁出", uncited, evidence, require_citations=True)
+    assert strict["overall"] == "fail"
+    assert "没有标注来源" in strict["claims"][0]["reason"]
+    cited = "7天无理由退货的寄回运费由买家承担【来源:r#2】。"
+    assert check_answer("退货运费谁出", cited, evidence, require_citations=True)["overall"] == "pass"
