@@ -18,24 +18,8 @@ from csagent.cli import main
 from csagent.config import Settings
 from csagent.errors import UsageError
 from eval.replay import parse_conversation, prepare_output, replay_file
+from tests.fakes import RETURNS
 
-RETURNS = """---
-id: returns
-title: 七天无理由退货政策
-version: v1
-effective_date: 2026-01-01
-status: current
-category: 售后
-tags: 退货, 七天无理由
----
-# 七天无理由退货政策
-
-## 申请期限
-商品签收后7天内，支持7天无理由退货。7天无理由退货期限自签收次日零点起计算。
-
-## 运费
-7天无理由退货属于买家原因退货，寄回商品的运费由买家承担。
-"""
 QUESTIONS = ["七天无理由退货的运费谁承担？", "我吃了头孢能喝酒吗", "帮我查一下最近的订单", "退货期限怎么算？"]
 
 

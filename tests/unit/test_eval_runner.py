@@ -13,24 +13,8 @@ from csagent.cli import main
 from csagent.config import Settings
 from eval import runner
 from eval.report import render_html, write_report
+from tests.fakes import RETURNS
 
-RETURNS = """---
-id: returns
-title: 七天无理由退货政策
-version: v1
-effective_date: 2026-01-01
-status: current
-category: 售后
-tags: 退货, 七天无理由
----
-# 七天无理由退货政策
-
-## 申请期限
-商品签收后7天内，支持7天无理由退货。7天无理由退货期限自签收次日零点起计算。
-
-## 运费
-7天无理由退货属于买家原因退货，寄回商品的运费由买家承担。
-"""
 SHIPPING = """---
 id: shipping
 title: 运费规则
