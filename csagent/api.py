@@ -10,9 +10,26 @@ Example::
             result = agent.resume("yes", user_id="u1001", thread_id="chat-42")
 
 Conversation memory lives in a checkpointer keyed by ``thread_id`` (by default a SQLite file at
-``data_dir/checkpoints.sqlite``, so a conversation survives a process restart). ``user_id`` is the
-backend's authenticated user: it goes into the run context (the shop tools read it there, never
-from the message) and a thread stays bound to the user who started it.
+``data_dir/checkpoints.sqlite``; with ``CSAGENT_DATABASE_URL=postgresql://…`` in Postgres, see
+:func:`csagent.runtime.open_backend`). ``user_id`` is the backend's authenticated user: it goes
+into the run context (the shop tools read it there, never from the message) and a thread stays
+bound to the user who started it.
+
+Concurrency and recovery (issue 9):
+
+* One run at a time per thread, in every process that shares the store: each call holds the
+  thread's lock (:mod:`csagent.locks`) from the ownership check to the end of the run, and its
+  :class:`TurnResult` is built from that run's own output. Two users racing for a new thread id:
+  the first claims it, the other gets :class:`ForeignThreadError`.
+* Confirmations are idempotent: the resumed confirmation and every write tool it calls are
+  journalled (:mod:`csagent.store`); a second confirmation of the same action gets the first
+  one's result, and a write runs at most once.
+* A run killed mid-way (``kill -9`` after a write, before the reply) is finished by the next call
+  on the thread: the write's result comes from the journalled tool result, and is returned in
+  :attr:`TurnResult.recovered`.
+* A handed-off thread is answered only by a human agent through :meth:`CSAgent.reply_as_agent`
+  (the desk, or ``csagent chat --as-agent``); the customer's :meth:`CSAgent.resume` cannot
+  author the human's reply.
 
 Input policy: an empty or whitespace-only message is a :class:`UsageError`; a message longer than
 ``max_message_chars`` (default 4,000) is rejected with :class:`MessageTooLongError` *before* the
@@ -24,26 +41,35 @@ reply, ``fail_reason`` set and the error logged; the thread stays usable for the
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import dataclasses
+import hashlib
+import json
 import logging
-import sqlite3
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.types import Command
 
 from csagent.config import Settings
 from csagent.errors import LLMUnavailableError, UsageError
+from csagent.llm import llm_turn
+from csagent.locks import DEFAULT_LOCK_TIMEOUT, ThreadBusyError
+from strategies.rules.confirm import is_confirmation
+from strategies.rules.hygiene import clean_text
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.graph.state import CompiledStateGraph
 
+    from csagent.runtime import Backend
+    from csagent.store import ThreadStore
     from graph.deps import Deps
 
 logger = logging.getLogger(__name__)
@@ -56,8 +82,36 @@ HANDOFF_ANSWER = "您的问题已转交人工客服，请稍候，客服会尽�
 USER_KEY = "csagent_user_id"  # run metadata key recording which user owns a thread
 
 
+HUMAN_NODE = "handoff_to_human"  # the graph node whose update carries a human agent's reply
+EventSink = Callable[[dict[str, Any]], None]
+
+__all__ = ["CSAgent", "ForeignThreadError", "HandoffPendingError", "MessageTooLongError",
+           "NotHandedOffError", "NothingPendingError", "ThreadBusyError", "TurnResult",
+           "UnknownThreadError"]
+
+
 class MessageTooLongError(UsageError):
     """The customer's message exceeds the length limit (nothing was run, the thread is intact)."""
+
+
+class UnknownThreadError(UsageError):
+    """No conversation with this thread id exists."""
+
+
+class ForeignThreadError(UsageError):
+    """The thread belongs to another user."""
+
+
+class NothingPendingError(UsageError):
+    """A confirmation was sent but the thread is not waiting for one."""
+
+
+class HandoffPendingError(UsageError):
+    """The thread waits for a human agent: only an agent can answer it."""
+
+
+class NotHandedOffError(UsageError):
+    """An agent reply to a thread that is not handed off to a human."""
 
 
 @dataclass
@@ -74,6 +128,11 @@ class TurnResult:
         verification: The verifier's verdict (``overall``, ``claims``, ``checks``).
         fail_reason: Why the turn did not end in a verified answer, else None.
         node_latency_ms: Wall time per graph node (summed when a node ran more than once).
+        llm: What the LLM cost this turn (``calls``, ``ok``, ``failed``, tokens, ``per_node``,
+            ``errors``; see :class:`csagent.llm.LLMTurnMeter`); ``{}`` when no LLM is configured.
+        answered_by: ``agent`` (the verified pipeline) or ``human`` (a human agent's reply).
+        recovered: The result of an earlier turn that a killed process never finished and this
+            call completed first (e.g. the report of a write that ran), else None.
 
     """
 
@@ -86,10 +145,19 @@ class TurnResult:
     verification: dict[str, Any] = field(default_factory=dict)
     fail_reason: str | None = None
     node_latency_ms: dict[str, float] = field(default_factory=dict)
+    llm: dict[str, Any] = field(default_factory=dict)
+    answered_by: str = "agent"
+    recovered: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict with every field."""
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TurnResult:
+        """Rebuild a result from :meth:`to_json` output (unknown keys are ignored)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
     @property
     def waiting(self) -> bool:
@@ -100,6 +168,7 @@ class TurnResult:
 def _check_id(name: str, value: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise UsageError(f"{name} must be a non-empty string")
+    value = clean_text(value)  # [rel] 9.11
     if len(value) > MAX_ID_CHARS:
         raise UsageError(f"{name} is too long ({len(value)} chars, max {MAX_ID_CHARS})")
     return value.strip()
@@ -114,14 +183,66 @@ def _fail_reason_for(exc: BaseException) -> str:
     return "internal_error"
 
 
+# The confirmation a run resumes (its interrupt id) and the store that journals its writes:
+# set around each run, read by :class:`_JournaledTools` inside the graph's worker threads.
+_ACTION_SCOPE: contextvars.ContextVar[tuple[ThreadStore, str, str] | None] = (
+    contextvars.ContextVar("csagent_action_scope", default=None))
+
+
+class _JournaledTools:
+    """Wrap the shop tools so a confirmed write runs at most once per confirmation.
+
+    Inside a resumed confirmation, a write tool's call is journalled under the confirmation's
+    interrupt id, tool name and arguments: a second run of the same confirmation (a double
+    click, or a retry after a crash) gets the journalled result instead of writing again.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._writes = {spec.name for spec in inner.specs() if getattr(spec, "write", False)}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def specs(self) -> Any:
+        """Return the wrapped backend's tool specs."""
+        return self._inner.specs()
+
+    def call(self, name: str, args: dict[str, Any], *, user_id: str) -> Any:
+        """Call a tool; a write inside a confirmation is journalled and never repeated."""
+        scope = _ACTION_SCOPE.get()
+        if scope is None or name not in self._writes:
+            return self._inner.call(name, args, user_id=user_id)
+        store, thread_id, interrupt_id = scope
+        digest = hashlib.sha256(json.dumps(args, sort_keys=True, ensure_ascii=False,
+                                           default=str).encode()).hexdigest()[:16]
+        key = f"write:{interrupt_id}:{name}:{digest}"
+        entry = store.action(key)
+        if entry is not None and entry["status"] == "done":
+            logger.warning("write %s of confirmation %s already ran: reporting its result",
+                           name, interrupt_id)
+            return entry["result"]
+        if entry is not None:
+            logger.error("write %s of confirmation %s may have been interrupted; running it "
+                         "again (the tool's own checks reject a duplicate)", name, interrupt_id)
+        store.begin_action(key, thread_id, {"tool": name, "args": args, "user_id": user_id})
+        result = self._inner.call(name, args, user_id=user_id)
+        store.finish_action(key, dict(result))
+        return result
+
+
 class CSAgent:
     """The customer-service agent: build once per process, call :meth:`ask` per customer turn.
 
     Args:
         settings: Settings (default: :meth:`Settings.from_env`).
         deps: Graph dependencies (default: :func:`csagent.runtime.build_deps` for ``settings``).
-        checkpointer: A LangGraph checkpointer (default: SQLite at ``data_dir/checkpoints.sqlite``).
+        checkpointer: A LangGraph checkpointer (default: the backend's, see ``backend``).
         max_message_chars: Longest accepted customer message.
+        backend: The conversation backend (checkpointer, thread store, locks); default
+            :func:`csagent.runtime.open_backend` (SQLite files in ``data_dir``, or Postgres when
+            ``CSAGENT_DATABASE_URL`` is set), closed by :meth:`close`.
+        lock_timeout: Seconds a call waits for a busy thread before :class:`ThreadBusyError`.
 
     """
 
@@ -132,7 +253,10 @@ class CSAgent:
         deps: Deps | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         max_message_chars: int = MAX_MESSAGE_CHARS,
+        backend: Backend | None = None,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
+        from csagent.runtime import open_backend
         from graph.builder import build_graph
 
         self.settings = settings or Settings.from_env()
@@ -140,29 +264,23 @@ class CSAgent:
             from csagent.runtime import build_deps
 
             deps = build_deps(self.settings)
-        self.deps = deps
+        self.deps = dataclasses.replace(deps, shop=_JournaledTools(deps.shop))
         self.max_message_chars = max_message_chars
-        self._conn: sqlite3.Connection | None = None
-        if checkpointer is None:
-            checkpointer = self._default_checkpointer(self.settings.data_dir)
-        self.checkpointer = checkpointer
-        self.graph: CompiledStateGraph[Any, Any, Any, Any] = build_graph(deps).compile(
-            checkpointer=checkpointer
+        self.lock_timeout = lock_timeout
+        self._own_backend = backend is None
+        self.backend = backend or open_backend(self.settings, checkpointer)
+        self.checkpointer = checkpointer or self.backend.checkpointer
+        self.store = self.backend.store
+        self.locks = self.backend.locks
+        self.graph: CompiledStateGraph[Any, Any, Any, Any] = build_graph(self.deps).compile(
+            checkpointer=self.checkpointer
         )
-
-    def _default_checkpointer(self, data_dir: Path) -> BaseCheckpointSaver[Any]:
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        data_dir.mkdir(parents=True, exist_ok=True)
-        # One connection shared by the threads of a backend: SqliteSaver serialises access.
-        self._conn = sqlite3.connect(str(data_dir / "checkpoints.sqlite"), check_same_thread=False)
-        return SqliteSaver(self._conn)
 
     # lifecycle -------------------------------------------------------------------------------
     def close(self) -> None:
-        """Flush tracing and close the checkpoint database this agent opened.
+        """Flush tracing and close the conversation backend this agent opened.
 
-        A checkpointer passed in by the caller is left open.
+        A backend or checkpointer passed in by the caller is left open.
         """
         tracing = _tracing()
         if tracing is not None:
@@ -170,9 +288,9 @@ class CSAgent:
                 tracing.flush()
             except Exception as exc:  # noqa: BLE001
                 logger.warning("tracing flush failed: %s", exc)
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._own_backend:
+            self.backend.close()
+            self._own_backend = False
 
     def __enter__(self) -> CSAgent:
         return self
@@ -186,58 +304,140 @@ class CSAgent:
         self.close()
 
     # public API ------------------------------------------------------------------------------
-    def ask(self, message: str, *, user_id: str, thread_id: str) -> TurnResult:
+    def ask(self, message: str, *, user_id: str, thread_id: str,
+            on_event: EventSink | None = None) -> TurnResult:
         """Run one customer turn.
 
         Args:
             message: The customer's message (1 to ``max_message_chars`` characters).
             user_id: The authenticated customer (goes into the run context, never the prompt).
-            thread_id: The conversation; earlier turns of it are remembered.
+            thread_id: The conversation; earlier turns of it are remembered. A new id starts a
+                conversation owned by ``user_id``.
+            on_event: Called with ``{"node": name}`` as each graph step finishes (progress
+                only: never any answer text before it is verified).
 
         Returns:
             The turn's :class:`TurnResult`. If the thread was waiting for a confirmation, the new
             message replaces it (the pending action is dropped, nothing is executed).
 
         Raises:
-            UsageError: Empty message, bad ids, or a thread that belongs to another user.
+            UsageError: Empty message or bad ids.
+            ForeignThreadError: The thread belongs to another user.
             MessageTooLongError: The message exceeds ``max_message_chars``.
+            ThreadBusyError: Another turn on the thread did not finish within ``lock_timeout``.
 
         """
         text = self._check_message(message)
         user_id, thread_id = _check_id("user_id", user_id), _check_id("thread_id", thread_id)
-        self._check_owner(user_id, thread_id)
-        graph_input = {"messages": [HumanMessage(content=text)]}
-        return self._run(graph_input, question=text, user_id=user_id, thread_id=thread_id)
+        if self._confirms_pending(thread_id, text):  # [rel] 9.11: 「确认」 sent with ask()
+            return self.resume(text, user_id=user_id, thread_id=thread_id, on_event=on_event)
+        with self.locks.hold(thread_id, self.lock_timeout):
+            self._own(user_id, thread_id, create=True)
+            recovered = self._recover(user_id, thread_id, on_event)
+            self.store.append_event(thread_id, "customer", {"text": text})
+            result = self._run({"messages": [HumanMessage(content=text)]}, question=text,
+                               user_id=user_id, thread_id=thread_id, on_event=on_event)
+            if recovered is not None:
+                result.recovered = recovered.to_json()
+            self._after(result, user_id=user_id, question=text, kind="ask")
+            return result
 
-    def resume(self, value: Any, *, user_id: str, thread_id: str) -> TurnResult:
-        """Answer the question a waiting thread asked (a confirmation or a human agent's reply).
+    def resume(self, value: Any, *, user_id: str, thread_id: str,
+               on_event: EventSink | None = None) -> TurnResult:
+        """Answer the confirmation a waiting thread asked for.
 
         Args:
-            value: For a confirmation ``"yes"``/``"no"``/bool/``{"confirm": bool}`` (anything
-                unclear counts as no); for a handoff the human agent's reply (str or
-                ``{"reply": str}``).
+            value: ``"确认"``/``"yes"``/bool/``{"confirm": bool}`` (anything unclear counts as
+                no, and nothing is changed).
             user_id: The authenticated customer who owns the thread.
             thread_id: The waiting thread.
+            on_event: Progress callback, as for :meth:`ask`.
 
         Returns:
-            The :class:`TurnResult` of the resumed run.
+            The :class:`TurnResult` of the resumed run. A repeated confirmation (double click,
+            client retry) returns the first confirmation's result; the write runs once.
 
         Raises:
-            UsageError: The thread is not waiting for anything, or belongs to another user.
+            UnknownThreadError: No such thread.
+            ForeignThreadError: The thread belongs to another user.
+            HandoffPendingError: The thread waits for a human agent (only
+                :meth:`reply_as_agent` answers it; the customer sends a new message with ask).
+            NothingPendingError: The thread is not waiting for a confirmation.
 
         """
         user_id, thread_id = _check_id("user_id", user_id), _check_id("thread_id", thread_id)
-        self._check_owner(user_id, thread_id)
-        try:
-            snapshot = self.graph.get_state({"configurable": {"thread_id": thread_id}})
-        except Exception as exc:  # noqa: BLE001 - a broken store: the run reports it as a handoff
-            logger.error("cannot read thread %s: %s", thread_id, exc)
-            snapshot = None
-        if snapshot is not None and not snapshot.interrupts:
-            raise UsageError(f"thread {thread_id!r} is not waiting for a confirmation or reply")
-        question = str(snapshot.values.get("question") or "") if snapshot is not None else ""
-        return self._run(Command(resume=value), question=question, user_id=user_id,
-                         thread_id=thread_id, resumed=value)
+        with self.locks.hold(thread_id, self.lock_timeout):
+            self._own(user_id, thread_id, create=False)
+            snapshot = self._snapshot(thread_id)
+            if snapshot is not None and snapshot.interrupts:
+                pending = snapshot.interrupts[0]
+                if _payload(pending.value).get("type") == "handoff":
+                    raise HandoffPendingError(
+                        f"thread {thread_id!r} is waiting for a human agent; only an agent can "
+                        "answer it (send a new message to ask something else)")
+                question = str(snapshot.values.get("question") or "") or str(value)
+                result = self._run(Command(resume=value), question=question, user_id=user_id,
+                                   thread_id=thread_id, on_event=on_event,
+                                   resume_of=pending.id, resume_value=value)
+                self._after(result, user_id=user_id, question=question, kind="resume",
+                            resume_of=pending.id)
+                return result
+            recovered = self._recover(user_id, thread_id, on_event)
+            if recovered is not None:
+                return recovered
+            last = self.store.latest_event(thread_id, "turn")
+            if last is not None and last["payload"].get("resume_of"):
+                logger.info("repeated confirmation on thread %s: returning the first result",
+                            thread_id)
+                return TurnResult.from_json(last["payload"]["result"])
+            raise NothingPendingError(f"thread {thread_id!r} is not waiting for a confirmation")
+
+    def reply_as_agent(self, text: str, *, agent_id: str, thread_id: str,
+                       on_event: EventSink | None = None) -> TurnResult:
+        """Deliver a human agent's reply to a handed-off thread (``answered_by="human"``).
+
+        This is the only way a human reply enters a conversation; the service's desk calls it
+        for an authenticated agent, and ``csagent chat --as-agent`` from a terminal.
+
+        Args:
+            text: The agent's reply (1 to ``max_message_chars`` characters).
+            agent_id: The human agent's identity (recorded with the reply).
+            thread_id: The handed-off thread.
+            on_event: Progress callback, as for :meth:`ask`.
+
+        Returns:
+            The :class:`TurnResult` the customer sees (status ``answered``, answered_by human).
+
+        Raises:
+            UnknownThreadError: No such thread.
+            NotHandedOffError: The thread is neither waiting for a human nor in the desk's queue.
+
+        """
+        text = self._check_message(text)
+        agent_id, thread_id = _check_id("agent_id", agent_id), _check_id("thread_id", thread_id)
+        with self.locks.hold(thread_id, self.lock_timeout):
+            owner = self._owner(thread_id)
+            if owner is None:
+                raise UnknownThreadError(f"thread {thread_id!r} does not exist")
+            snapshot = self._snapshot(thread_id)
+            waiting = (snapshot is not None and bool(snapshot.interrupts)
+                       and _payload(snapshot.interrupts[0].value).get("type") == "handoff")
+            if not waiting and self.store.active_handoff(thread_id) is None:
+                raise NotHandedOffError(f"thread {thread_id!r} is not handed off to a human agent")
+            question = str((snapshot.values if snapshot else {}).get("question") or "")
+            if waiting:
+                result = self._run(Command(resume={"reply": text, "agent_id": agent_id}),
+                                   question=question, user_id=owner, thread_id=thread_id,
+                                   on_event=on_event)
+            else:  # the customer moved on (or the turn failed): add the reply to the thread
+                result = self._append_human_reply(text, thread_id)
+            if result.answered_by == "human":
+                self.store.append_event(thread_id, "turn", {
+                    "result": result.to_json(), "kind": "agent", "agent_id": agent_id,
+                    "question": question, "resume_of": None})
+            else:
+                self._after(result, user_id=owner, question=question, kind="agent")
+            return result
 
     async def aask(self, message: str, *, user_id: str, thread_id: str) -> TurnResult:
         """Run :meth:`ask` in a worker thread (for asyncio chat backends)."""
@@ -247,17 +447,53 @@ class CSAgent:
         """Run :meth:`resume` in a worker thread (for asyncio chat backends)."""
         return await asyncio.to_thread(self.resume, value, user_id=user_id, thread_id=thread_id)
 
+    async def areply_as_agent(self, text: str, *, agent_id: str, thread_id: str) -> TurnResult:
+        """Run :meth:`reply_as_agent` in a worker thread."""
+        return await asyncio.to_thread(self.reply_as_agent, text, agent_id=agent_id,
+                                       thread_id=thread_id)
+
     def pending(self, *, user_id: str, thread_id: str) -> dict[str, Any] | None:
-        """Return the interrupt payload a thread is waiting on, or None."""
-        self._check_owner(_check_id("user_id", user_id), _check_id("thread_id", thread_id))
-        snapshot = self.graph.get_state({"configurable": {"thread_id": thread_id}})
-        return _payload(snapshot.interrupts[0].value) if snapshot.interrupts else None
+        """Return the interrupt payload a thread is waiting on, or None (also for a new thread)."""
+        user_id, thread_id = _check_id("user_id", user_id), _check_id("thread_id", thread_id)
+        owner = self._owner(thread_id)
+        if owner is None:
+            return None
+        if owner != user_id:
+            raise ForeignThreadError(f"thread {thread_id!r} belongs to another user")
+        snapshot = self._snapshot(thread_id)
+        return _payload(snapshot.interrupts[0].value) if snapshot and snapshot.interrupts else None
+
+    def history(self, *, user_id: str, thread_id: str, after: int = 0) -> list[dict[str, Any]]:
+        """Return the customer-visible events of a thread (messages and results), oldest first.
+
+        Raises:
+            UnknownThreadError: No such thread.
+            ForeignThreadError: The thread belongs to another user.
+
+        """
+        user_id, thread_id = _check_id("user_id", user_id), _check_id("thread_id", thread_id)
+        self._own(user_id, thread_id, create=False)
+        return self.store.events(thread_id, after=after)
+
+    def owner_of(self, thread_id: str) -> str | None:
+        """Return the user who owns ``thread_id`` (None for an unknown thread)."""
+        return self._owner(_check_id("thread_id", thread_id))
 
     # internals -------------------------------------------------------------------------------
+    def _confirms_pending(self, thread_id: str, text: str) -> bool:
+        """Return True when ``text`` confirms the action the thread is waiting on."""
+        snapshot = self._snapshot(thread_id)
+        if snapshot is None or not snapshot.interrupts:
+            return False
+        payload = _payload(snapshot.interrupts[0].value)
+        action = payload.get("action")
+        return payload.get("type") == "confirm" and isinstance(action, dict) \
+            and is_confirmation(text, action)
+
     def _check_message(self, message: str) -> str:
         if not isinstance(message, str):
             raise UsageError(f"message must be a string, got {type(message).__name__}")
-        text = message.strip()
+        text = clean_text(message).strip()  # [rel] 9.11: lone surrogates/controls → traceable
         if not text:
             raise UsageError("message is empty: type a question")
         if len(text) > self.max_message_chars:
@@ -267,17 +503,88 @@ class CSAgent:
             )
         return text
 
-    def _check_owner(self, user_id: str, thread_id: str) -> None:
+    def _snapshot(self, thread_id: str) -> Any:
+        try:
+            return self.graph.get_state({"configurable": {"thread_id": thread_id}})
+        except Exception as exc:  # noqa: BLE001 - a broken store: the run reports it as a handoff
+            logger.error("cannot read thread %s: %s", thread_id, exc)
+            return None
+
+    def _owner(self, thread_id: str) -> str | None:
+        """Return the thread's owner: the store's record, else a legacy checkpoint's metadata."""
+        owner = self.store.owner(thread_id)
+        if owner is not None:
+            return owner
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        owner = None
         try:
             for checkpoint in self.checkpointer.list(config, limit=1):
-                owner = (checkpoint.metadata or {}).get(USER_KEY)
+                legacy = (checkpoint.metadata or {}).get(USER_KEY)
+                if legacy:
+                    return self.store.claim(thread_id, str(legacy))
         except Exception as exc:  # noqa: BLE001 - the run reports the broken store as a handoff
             logger.error("cannot read thread %s from the checkpointer: %s", thread_id, exc)
+        return None
+
+    def _own(self, user_id: str, thread_id: str, *, create: bool) -> None:
+        """Check (and for a new thread claim) ownership; call with the thread's lock held."""
+        owner = self._owner(thread_id)
+        if owner is None:
+            if not create:
+                raise UnknownThreadError(f"thread {thread_id!r} does not exist")
+            owner = self.store.claim(thread_id, user_id)
+        if owner != user_id:
+            raise ForeignThreadError(f"thread {thread_id!r} belongs to another user")
+
+    def _recover(self, user_id: str, thread_id: str, on_event: EventSink | None) -> TurnResult | None:
+        """Finish the thread's last run if its process died before replying; else None."""
+        flight = self.store.action(f"inflight:{thread_id}")
+        if flight is None or flight["status"] != "started":
+            return None
+        info = dict(flight["value"] or {})
+        snapshot = self._snapshot(thread_id)
+        resume_of = info.get("resume_of")
+        graph_input: Any = None
+        if snapshot is not None and snapshot.interrupts:
+            pending = snapshot.interrupts[0]
+            if resume_of != pending.id or not self.store.done_actions(f"write:{pending.id}:"):
+                # died before anything was executed: the pending question simply stays
+                self.store.set_action(f"inflight:{thread_id}", thread_id, "done", info)
+                return None
+            graph_input = Command(resume=info.get("value"))
+        elif snapshot is None or not (snapshot.next or snapshot.tasks):
+            # (a step whose writes were saved but whose successors were not is a task with
+            # writes: not in ``next``, still in ``tasks``)
+            self.store.set_action(f"inflight:{thread_id}", thread_id, "done", info)
+            return None
+        logger.warning("thread %s: finishing a run a dead process left unfinished", thread_id)
+        question = str(info.get("question") or "")
+        result = self._run(graph_input, question=question, user_id=user_id, thread_id=thread_id,
+                           on_event=on_event, resume_of=resume_of, resume_value=info.get("value"))
+        self._after(result, user_id=user_id, question=question, kind="recovered",
+                    resume_of=resume_of)
+        return result
+
+    def _append_human_reply(self, text: str, thread_id: str) -> TurnResult:
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        update = {"answer": text, "status": "answered", "answered_by": "human", "citations": [],
+                  "messages": [AIMessage(content=text)]}
+        self.graph.update_state(config, update, as_node=HUMAN_NODE)
+        return TurnResult(status="answered", answer=text, answered_by="human",
+                          trace_id=uuid.uuid4().hex, thread_id=thread_id)
+
+    def _after(self, result: TurnResult, *, user_id: str, question: str, kind: str,
+               resume_of: str | None = None) -> None:
+        """Record the turn in the thread's history; queue a handoff for the desk."""
+        self.store.append_event(result.thread_id, "turn", {
+            "result": result.to_json(), "kind": kind, "question": question,
+            "resume_of": resume_of})
+        if result.status != "handoff":
             return
-        if owner is not None and owner != user_id:
-            raise UsageError(f"thread {thread_id!r} belongs to another user")
+        snapshot = self._snapshot(result.thread_id)
+        values = dict(snapshot.values) if snapshot is not None else {}
+        entry = _desk_entry(result, values, question)
+        self.store.open_handoff(result.thread_id, user_id, entry["question"], entry["reason"],
+                                entry)
 
     def _context(self, user_id: str) -> Any:
         from graph.context import Context
@@ -293,8 +600,11 @@ class CSAgent:
         question: str,
         user_id: str,
         thread_id: str,
-        resumed: Any = None,
+        on_event: EventSink | None = None,
+        resume_of: str | None = None,
+        resume_value: Any = None,
     ) -> TurnResult:
+        """Run the graph once (thread lock held) and build the result from this run's output."""
         tracing = _tracing()
         trace_id = tracing.new_trace_id() if tracing else uuid.uuid4().hex
         callbacks: list[Any] = []
@@ -311,14 +621,47 @@ class CSAgent:
                          "langfuse_session_id": thread_id, "langfuse_user_id": user_id},
             "run_name": "csagent_turn",
         }
+        flight = {"resume_of": resume_of, "value": resume_value, "question": question,
+                  "trace_id": trace_id}
+        self.store.set_action(f"inflight:{thread_id}", thread_id, "started", flight)
+        if resume_of is not None:
+            self.store.begin_action(f"resume:{resume_of}", thread_id, resume_value)
+        token = _ACTION_SCOPE.set((self.store, thread_id, resume_of) if resume_of else None)
+        try:
+            with llm_turn(getattr(self.settings, "llm_turn_budget", None)) as meter:
+                out, updates, latency, interrupt, error = self._stream(graph_input, config,
+                                                                       user_id, on_event)
+        finally:
+            _ACTION_SCOPE.reset(token)
+        result = self._result(out, interrupt, error, trace_id, thread_id, latency)
+        result.llm = meter.summary() if meter.calls or meter.failed else {}
+        if resume_of is not None:
+            self.store.finish_action(f"resume:{resume_of}", result.to_json())
+        self.store.set_action(f"inflight:{thread_id}", thread_id, "done", flight)
+        snapshot = self._snapshot(thread_id)  # this run's final state (the lock is held)
+        values = {**(dict(snapshot.values) if snapshot is not None else {}), **out}
+        self._trace(trace_id, thread_id, user_id, question, updates, values, result)
+        return result
+
+    def _stream(self, graph_input: Any, config: RunnableConfig, user_id: str,
+                on_event: EventSink | None) -> tuple[dict[str, Any], list[tuple[str, Any, float]],
+                                                     dict[str, float], dict[str, Any] | None,
+                                                     BaseException | None]:
+        """Stream one run; return its last output values, updates, latency, interrupt, error."""
+        out: dict[str, Any] = {}
         updates: list[tuple[str, Any, float]] = []
         latency: dict[str, float] = {}
         interrupt: dict[str, Any] | None = None
         error: BaseException | None = None
         last = time.perf_counter()
         try:
-            for chunk in self.graph.stream(graph_input, config, context=self._context(user_id),
-                                           stream_mode="updates"):
+            for mode, raw in self.graph.stream(graph_input, config,
+                                               context=self._context(user_id),
+                                               stream_mode=["updates", "values"]):
+                chunk: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+                if mode == "values":
+                    out = chunk
+                    continue
                 now = time.perf_counter()
                 elapsed, last = (now - last) * 1000, now
                 for node, update in chunk.items():
@@ -329,21 +672,10 @@ class CSAgent:
                     latency[node] = round(latency.get(node, 0.0) + elapsed, 3)
                     updates.append((node, dict(update or {}), round(elapsed, 3)))
                     elapsed = 0.0  # nodes finishing in the same step share the step's time
+                    _emit(on_event, {"node": node})
         except Exception as exc:  # noqa: BLE001 - nothing may crash in front of a customer
             error = exc
-        values = self._values(thread_id)
-        result = self._result(values, interrupt, error, trace_id, thread_id, latency)
-        if resumed is not None:
-            question = question or str(resumed)
-        self._trace(trace_id, thread_id, user_id, question, updates, values, result)
-        return result
-
-    def _values(self, thread_id: str) -> dict[str, Any]:
-        try:
-            return dict(self.graph.get_state({"configurable": {"thread_id": thread_id}}).values)
-        except Exception as exc:  # noqa: BLE001 - the saver itself failed: report, don't crash
-            logger.error("could not read state of thread %s: %s", thread_id, exc)
-            return {}
+        return out, updates, latency, interrupt, error
 
     @staticmethod
     def _result(
@@ -386,6 +718,7 @@ class CSAgent:
             citations=list(values.get("citations") or []),
             verification=dict(values.get("verification") or {}),
             fail_reason=values.get("fail_reason"),
+            answered_by=str(values.get("answered_by") or "agent"),
             **common,
         )
 
@@ -405,7 +738,8 @@ class CSAgent:
             return
         final_state = {**values, "status": result.status, "answer": result.answer,
                        "fail_reason": result.fail_reason, "interrupt": result.interrupt,
-                       "node_latency_ms": result.node_latency_ms}
+                       "node_latency_ms": result.node_latency_ms, "llm": result.llm,
+                       "answered_by": result.answered_by}
         try:
             record = tracing.build_trace_record(
                 trace_id=trace_id, thread_id=thread_id, user_id=user_id, question=question,
@@ -413,6 +747,34 @@ class CSAgent:
             tracing.write_trace(self.settings.traces_dir, record)
         except Exception as exc:  # noqa: BLE001
             logger.warning("could not write trace %s: %s", trace_id, exc)
+
+
+def _emit(sink: EventSink | None, event: dict[str, Any]) -> None:
+    if sink is None:
+        return
+    try:
+        sink(event)
+    except Exception as exc:  # noqa: BLE001 - a dropped listener never fails the turn
+        logger.debug("progress listener failed: %s", exc)
+
+
+def _desk_entry(result: TurnResult, values: dict[str, Any], question: str) -> dict[str, Any]:
+    """Return what a human agent needs about a handed-off turn (the desk's queue payload)."""
+    interrupt = result.interrupt or {}
+    claims = (result.verification or {}).get("claims") or []
+    unsupported = [str(c.get("claim", "")) for c in claims if c.get("status") == "unsupported"]
+    evidence = interrupt.get("evidence") or [
+        {"id": e.get("id"), "title": e.get("title", ""), "text": str(e.get("text", ""))[:400]}
+        for e in (values.get("evidence") or [])[:5]]
+    conversation = []
+    for message in (values.get("messages") or [])[-20:]:
+        role = "customer" if getattr(message, "type", "") == "human" else "agent"
+        conversation.append({"role": role, "text": str(getattr(message, "content", ""))})
+    return {"question": str(interrupt.get("question") or question or ""),
+            "reason": result.fail_reason or interrupt.get("reason") or "customer_request",
+            "summary": str(interrupt.get("summary") or ""), "unsupported_claims": unsupported,
+            "evidence": evidence, "conversation": conversation, "trace_id": result.trace_id,
+            "answer": result.answer}
 
 
 def _payload(value: Any) -> dict[str, Any]:

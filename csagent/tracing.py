@@ -12,16 +12,19 @@ The API calls, for every turn::
 Trace ids are 32 lowercase hex digits, so the same id is a valid OpenTelemetry / Langfuse trace
 id: the local file ``<traces_dir>/<trace_id>.jsonl`` and the Langfuse trace share it.
 
-Personal data is masked before anything is written or exported: mainland mobile numbers
-(``1[3-9]`` + 9 digits), Chinese street addresses (province/city/district + road + number, or
-anything after an ``地址:`` label) and the customer names known to the demo shop
-(``shop.seed.USERS``) or given after a ``姓名/收货人/联系人`` label.
+Personal data is masked before anything is written or exported, by general patterns (no shop
+data is loaded): mainland mobile numbers (``1[3-9]`` + 9 digits), Chinese street addresses
+(province/city/district + road + number, or anything after an ``地址:`` label), names given
+after a ``姓名/收货人/联系人`` label, in a self-introduction (「我是张伟」) or before a greeting or
+title (「张伟您好」「王女士」) when they start with a common surname, every value of a name- or
+address-like field of structured data (``name``, ``receiver``, ``address`` …) and those names
+wherever else they occur in the same record, plus any names the app registers
+(:func:`set_known_names`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import logging
 import os
@@ -63,65 +66,43 @@ _ADDRESS_LABEL_RE = re.compile(r"((?:收货|收件|配送|家庭|联系|详细)?
 _NAME_LABEL_RE = re.compile(rf"((?:姓名|收货人|收件人|联系人|客户)\s*[:：为是]\s*)([{_HAN}]{{2,4}})")
 ADDRESS_MASK = "[地址]"
 
-_known_names: list[str] | None = None
-_known_addresses: list[str] = []
+# The most common Chinese surnames (a general pattern for names in free text, not shop data).
+_SURNAMES = ("王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程"
+             "苏魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛"
+             "郝龚邵万钱严覃武戴莫孔向汤")
+_INTRO_NAME_RE = re.compile(
+    rf"((?:我是|我叫|本人是?|我的名字是)\s*)([{_SURNAMES}][{_HAN}]{{1,2}})(?=[，,。.！!？?、\s]|$)")
+_GREETED_NAME_RE = re.compile(
+    rf"(?<![{_HAN}])([{_SURNAMES}][{_HAN}]{{1,2}}?)(?=\s*(?:您好|你好|先生|女士|小姐))")
+# Structured fields whose values are personal: names, and addresses.
+NAME_FIELDS = frozenset({"name", "real_name", "nickname", "receiver", "receiver_name", "contact_name",
+                         "customer_name", "contact", "consignee"})
+ADDRESS_FIELDS = frozenset({"address", "address_detail", "receiver_address", "shipping_address",
+                            "detail"})
+# A record's ``name`` is a person only where the record is about a person (not a product).
+_PERSON_RECORD_KEYS = frozenset({"phone", "receiver_phone", "address", "user_id", "email"})
+
+_known_names: list[str] = []
 _names_lock = threading.Lock()
 
 
-def _seed_people() -> tuple[set[str], set[str]]:
-    """Return (names, address details) of the demo shop's users (``shop.seed.USERS``)."""
-    names: set[str] = set()
-    addresses: set[str] = set()
-    try:
-        seed = importlib.import_module("shop.seed")  # optional for this module
-        users: Any = getattr(seed, "USERS", [])
-        rows = users.values() if isinstance(users, dict) else users
-        for row in rows:
-            if not isinstance(row, dict):
-                continue
-            for key in ("name", "real_name", "nickname", "receiver", "contact_name"):
-                value = row.get(key)
-                if isinstance(value, str) and len(value.strip()) >= 2:
-                    names.add(value.strip())
-            address = row.get("address")
-            if isinstance(address, dict):
-                detail = address.get("detail")
-                if isinstance(detail, str) and len(detail) >= 4:
-                    addresses.add(detail)
-            elif isinstance(address, str) and len(address) >= 4:
-                addresses.add(address)
-    except Exception as exc:  # a missing or half-written seed must not break tracing
-        logger.debug("no shop seed names for masking: %s", exc)
-    return names, addresses
-
-
-def _load_known_names() -> list[str]:
-    """Return the customer names in ``shop.seed.USERS`` (longest first; empty if unavailable)."""
-    global _known_names, _known_addresses
-    with _names_lock:
-        if _known_names is None:
-            names, addresses = _seed_people()
-            _known_names = sorted(names, key=len, reverse=True)
-            _known_addresses = sorted(addresses, key=len, reverse=True)
-        return _known_names
-
-
 def set_known_names(names: Iterable[str] | None) -> None:
-    """Override the names masked in traces (None reloads them from ``shop.seed``)."""
+    """Register names that are always masked (the app's own customer list; None clears them)."""
     global _known_names
     with _names_lock:
-        _known_names = None if names is None else sorted(set(names), key=len, reverse=True)
+        _known_names = sorted(set(names or []), key=len, reverse=True)
 
 
 def _mask_name(name: str) -> str:
     return name[0] + "*" * (len(name) - 1)
 
 
-def mask_text(text: str) -> str:
-    """Mask phone numbers, Chinese addresses and known customer names in ``text``.
+def mask_text(text: str, extra_names: Iterable[str] = ()) -> str:
+    """Mask phone numbers, Chinese addresses and customer names in ``text``.
 
     Args:
         text: Any string (a question, an answer, a tool result rendered as text).
+        extra_names: Further names to mask (found in the same record's name fields).
 
     Returns:
         The string with ``13812345678`` → ``138****5678``, street addresses → ``[地址]`` and
@@ -130,29 +111,59 @@ def mask_text(text: str) -> str:
     """
     if not text:
         return text
-    names = _load_known_names()
+    with _names_lock:
+        names = sorted({*_known_names, *extra_names}, key=len, reverse=True)
     out = _PHONE_RE.sub(lambda m: f"{m.group(1)}****{m.group(3)}", text)
-    for address in _known_addresses:
-        if address in out:
-            out = out.replace(address, ADDRESS_MASK)
     out = _ADDRESS_LABEL_RE.sub(lambda m: m.group(1) + ADDRESS_MASK, out)
     out = _ADDRESS_RE.sub(ADDRESS_MASK, out)
     out = _NAME_LABEL_RE.sub(lambda m: m.group(1) + _mask_name(m.group(2)), out)
+    out = _INTRO_NAME_RE.sub(lambda m: m.group(1) + _mask_name(m.group(2)), out)
+    out = _GREETED_NAME_RE.sub(lambda m: _mask_name(m.group(1)), out)
     for name in names:
-        if name in out:
+        if len(name) >= 2 and name in out:
             out = out.replace(name, _mask_name(name))
     return out
 
 
-def mask_data(data: Any) -> Any:
-    """Return a copy of ``data`` with :func:`mask_text` applied to every string (keys kept)."""
-    if isinstance(data, str):
-        return mask_text(data)
+def _personal_values(data: Any, names: set[str], addresses: set[str]) -> None:
+    """Collect the values of name- and address-like fields of person records in ``data``."""
     if isinstance(data, dict):
-        return {key: mask_data(value) for key, value in data.items()}
+        person = bool(_PERSON_RECORD_KEYS & data.keys())
+        for key, value in data.items():
+            if isinstance(value, str) and len(value.strip()) >= 2:
+                if key in NAME_FIELDS and (key != "name" or person):
+                    names.add(value.strip())
+                elif key in ADDRESS_FIELDS and len(value.strip()) >= 4:
+                    addresses.add(value.strip())
+            else:
+                _personal_values(value, names, addresses)
+    elif isinstance(data, list | tuple):
+        for value in data:
+            _personal_values(value, names, addresses)
+
+
+def _mask_values(data: Any, names: frozenset[str], addresses: tuple[str, ...]) -> Any:
+    if isinstance(data, str):
+        for address in addresses:
+            data = data.replace(address, ADDRESS_MASK)
+        return mask_text(data, names)
+    if isinstance(data, dict):
+        return {key: _mask_values(value, names, addresses) for key, value in data.items()}
     if isinstance(data, list | tuple):
-        return [mask_data(value) for value in data]
+        return [_mask_values(value, names, addresses) for value in data]
     return data
+
+
+def mask_data(data: Any) -> Any:
+    """Return a copy of ``data`` with every string masked (keys kept).
+
+    The values of name- and address-like fields of person records are masked wherever they
+    occur in ``data`` (a receiver's name also inside a rendered sentence).
+    """
+    names: set[str] = set()
+    addresses: set[str] = set()
+    _personal_values(data, names, addresses)
+    return _mask_values(data, frozenset(names), tuple(sorted(addresses, key=len, reverse=True)))
 
 
 def _langfuse_mask(*, data: Any, **_: Any) -> Any:

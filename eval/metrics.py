@@ -3,10 +3,9 @@
 Each metric's docstring is its definition (the README quotes them). The per-case judges
 (:func:`judge_turn`, :func:`judge_verifier_case`) turn one agent turn or one verifier item into
 plain fields; :func:`compute_metrics` aggregates a list of judged cases into the fractions of
-``results.json``. Facts are extracted with the verifier's own extractor
-(:func:`nodes.claims.extract_facts`), so "a fact" means the same thing to the verifier and to
-the evaluation: numbers with units, dates, times, amounts, percentages, order ids, order
-states, policy terms, regions, payment methods and member tiers.
+``results.json``. Facts are extracted by the evaluation's own code (:mod:`eval.facts`), never
+by the verifier it measures: numbers with units, dates, times, amounts, percentages, order
+ids, order states, regions, payment methods and member tiers.
 """
 
 from __future__ import annotations
@@ -17,17 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from nodes.claims import (
-    NumberToken,
-    SentenceFacts,
-    bigram_coverage,
-    extract_facts,
-    number_supported,
-    parse_citations,
-    split_sentences,
-    strip_citations,
-)
-from nodes.normalize import normalize_for_compare
+from eval import facts as ef
 
 GRAPH_SUITES = ("normal", "boundary", "distractor", "multiturn")
 FAIL_REASON_GROUPS = ("no_evidence", "conflicts_with_evidence", "tool_failure")
@@ -41,42 +30,72 @@ TARGETS: dict[str, tuple[str, float]] = {
     "answer_accuracy": ("min", 0.90),
     "verifier_recall": ("min", 0.98),
     "verifier_precision": ("min", 0.90),
+    "leave_gold_out_declined": ("min", 0.95),
+    "swap_flagged": ("min", 0.90),
+    "swap_unswapped_pass": ("min", 0.95),
+    "foreign_declined": ("min", 0.95),
+    "foreign_answer_right": ("min", 0.80),
 }
 METRIC_KEYS = ("hallucination_rate", "answer_accuracy", "refusal_rate", "answerable_rate",
-               "verifier_recall", "verifier_precision", "citation_precision", "handoff_rate")
+               "verifier_recall", "verifier_precision", "citation_precision", "handoff_rate",
+               "leave_gold_out_declined", "swap_flagged", "swap_unswapped_pass",
+               "foreign_declined", "foreign_answer_right", "foreign_hallucination_rate")
 
 
 # --------------------------------------------------------------------------- fact helpers
 
+_CITATION_RE = re.compile(r"【来源[:：]\s*([^】]+)】")
+_SENTENCE_END_RE = re.compile(r"(?<=[。！？!?；;\n])")
+
 
 def _norm(text: str) -> str:
-    return "".join(normalize_for_compare(strip_citations(text)).split()).casefold()
+    return ef.normalize(text)
 
 
-_ENUMERATOR_RE = re.compile(r"(^|[\n。；;：:】|])\s*(?:\d{1,2}|[一二三四五六七八九十]{1,2})[.、)）]\s*")
+def parse_citations(text: str) -> list[str]:
+    """Return the evidence ids cited in ``text`` (【来源:id】, comma lists allowed), in order."""
+    seen: list[str] = []
+    for match in _CITATION_RE.finditer(text):
+        for part in re.split(r"[,，、;；]\s*", match.group(1)):
+            cid = part.strip()
+            if cid and cid not in seen:
+                seen.append(cid)
+    return seen
 
 
-def _strip_enumerators(text: str) -> str:
-    """Drop list enumerators (``9. ``, ``3、``) at line/sentence starts: they are not facts."""
-    return _ENUMERATOR_RE.sub(r"\1", text)
+def strip_citations(text: str) -> str:
+    """Remove every 【来源:…】 tag."""
+    return _CITATION_RE.sub("", text).strip()
 
 
-def _fmt_number(token: NumberToken) -> str:
-    value = token.low if token.high is None else f"{token.low}-{token.high}"
-    return value + token.unit
+def split_sentences(text: str) -> list[str]:
+    """Split an answer into sentences, each keeping the citation tags that follow it."""
+    text = re.sub(r"([。！？!?；;])\s*((?:【来源[:：][^】]+】\s*)+)", r"\2\1", text)
+    parts = [p.strip() for p in _SENTENCE_END_RE.split(text)]
+    return [p for p in parts if p and strip_citations(p).strip("。！？!?；; \n")]
 
 
-def fact_tokens(facts: SentenceFacts) -> list[str]:
-    """Return every fact token of ``facts`` as display strings (numbers with their unit)."""
-    return ([_fmt_number(n) for n in facts.numbers] + facts.dates + facts.times + facts.order_ids
-            + facts.states + facts.terms + facts.regions + facts.payments + facts.tiers)
+def bigram_coverage(sentence: str, evidence_text: str) -> float:
+    """Return the share of the sentence's CJK/alphanumeric bigrams found in the evidence."""
+    norm = _norm(sentence)
+    grams = [norm[i:i + 2] for i in range(len(norm) - 1)
+             if all(c.isalnum() for c in norm[i:i + 2])]
+    if not grams:
+        return 1.0
+    ev = _norm(evidence_text)
+    return sum(1 for g in grams if g in ev) / len(grams)
+
+
+def fact_tokens(text: str) -> list[str]:
+    """Return every fact of ``text`` as display strings (numbers with their unit)."""
+    return ef.extract(text).tokens()
 
 
 def unsupported_facts(answer: str, support_texts: Sequence[str]) -> list[str]:
     """Return the facts ``answer`` states that no text in ``support_texts`` contains.
 
-    Numbers are compared by value and unit (``number_supported``, the verifier's rule); every
-    other fact token by normalised substring. Citation tags are ignored.
+    Numbers are compared by value and unit (a range as a whole); every other fact by
+    normalised substring. Citation tags and list enumerators are ignored.
 
     Args:
         answer: The agent's answer.
@@ -86,19 +105,7 @@ def unsupported_facts(answer: str, support_texts: Sequence[str]) -> list[str]:
         The unsupported fact tokens, in order, without duplicates.
 
     """
-    support = _strip_enumerators("\n".join(support_texts))
-    support_norm = _norm(support)
-    support_numbers = extract_facts(support).numbers
-    facts = extract_facts(_strip_enumerators(answer))
-    missing: list[str] = []
-    for token in facts.numbers:
-        if not number_supported(token, support_numbers):
-            missing.append(_fmt_number(token))
-    for word in (facts.dates + facts.times + facts.order_ids + facts.states + facts.terms
-                 + facts.regions + facts.payments + facts.tiers):
-        if _norm(word) not in support_norm:
-            missing.append(word)
-    return list(dict.fromkeys(missing))
+    return ef.unsupported(answer, list(support_texts))
 
 
 def forbidden_present(answer: str, forbidden: Iterable[str]) -> list[str]:
@@ -155,7 +162,7 @@ def citation_pairs(answer: str, evidence_by_id: dict[str, str]) -> list[dict[str
         if not ids:
             continue
         plain = strip_citations(sentence)
-        tokens = fact_tokens(extract_facts(plain))
+        tokens = fact_tokens(plain)
         known = [evidence_by_id[i] for i in ids if i in evidence_by_id]
         union_ok = bool(known) and not unsupported_facts(plain, known)
         for cid in ids:
@@ -386,6 +393,90 @@ def handoff_rate(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
     return _frac(hand, len(turns)), hand, len(turns)
 
 
+def leave_gold_out_declined(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of leave-gold-out turns that decline, or still state every gold fact truthfully.
+
+    Each normal/distractor KB question is asked again with its gold documents excluded from
+    retrieval; the turn must not answer unless another document says the same (its answer then
+    contains every gold fact and nothing hallucinated).
+
+    Returns:
+        ``(rate, ok, cases)``.
+
+    """
+    lgo = [c for c in cases if c.get("suite") == "leave-gold-out" and not c.get("error")]
+    good = sum(1 for c in lgo if not c.get("answered") or (c.get("facts_ok") and not c.get("hallucinated")))
+    return _frac(good, len(lgo)), good, len(lgo)
+
+
+def swap_flagged(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of swapped answers that the verifier flags (verdict not ``pass``).
+
+    A swapped answer is a correct one with a value replaced by another of its kind from the
+    same evidence (:func:`eval.generated.swaps`).
+
+    Returns:
+        ``(rate, flagged, swapped)``.
+
+    """
+    swaps = [c for c in cases if c.get("suite") == "swap" and not c.get("error")]
+    good = sum(1 for c in swaps if c.get("swap_flagged"))
+    return _frac(good, len(swaps)), good, len(swaps)
+
+
+def swap_unswapped_pass(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of the swap suite's unswapped controls (the same correct answers) that pass.
+
+    Returns:
+        ``(rate, passed, controls)``.
+
+    """
+    swaps = [c for c in cases if c.get("suite") == "swap" and not c.get("error")]
+    good = sum(1 for c in swaps if c.get("control_passed"))
+    return _frac(good, len(swaps)), good, len(swaps)
+
+
+def foreign_declined(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of the foreign KB's related-but-unanswerable questions that are not answered.
+
+    Returns:
+        ``(rate, declined, unanswerable)``.
+
+    """
+    rows = [c for c in cases if c.get("suite") == "foreign" and not c.get("answerable")]
+    good = sum(1 for c in rows if not c.get("answered"))
+    return _frac(good, len(rows)), good, len(rows)
+
+
+def foreign_answer_right(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of the foreign KB's answerable questions answered right.
+
+    Right: answered, every gold fact stated and nothing hallucinated (a refusal is not right).
+
+    Returns:
+        ``(rate, right, answerable)``.
+
+    """
+    rows = [c for c in cases if c.get("suite") == "foreign" and c.get("answerable")]
+    good = sum(1 for c in rows if c.get("answered") and c.get("facts_ok") and not c.get("hallucinated"))
+    return _frac(good, len(rows)), good, len(rows)
+
+
+def foreign_hallucination_rate(cases: Sequence[dict[str, Any]]) -> tuple[float, int, int]:
+    """Share of answered foreign-KB turns that state an unsupported fact.
+
+    See :func:`hallucination_rate`; an answer to an unanswerable question counts when it states
+    a fact outside the cited chunks.
+
+    Returns:
+        ``(rate, hallucinated, answered)``.
+
+    """
+    rows = [c for c in cases if c.get("suite") == "foreign" and c.get("answered")]
+    bad = sum(1 for c in rows if c.get("hallucinated"))
+    return _frac(bad, len(rows)), bad, len(rows)
+
+
 def fail_reason_mix(cases: Sequence[dict[str, Any]]) -> dict[str, int]:
     """Count ``fail_reason`` over graph turns that have one.
 
@@ -447,7 +538,11 @@ def compute_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
     fns = {"hallucination_rate": hallucination_rate, "answer_accuracy": answer_accuracy,
            "refusal_rate": refusal_rate, "answerable_rate": answerable_rate,
            "verifier_recall": verifier_recall, "verifier_precision": verifier_precision,
-           "citation_precision": citation_precision, "handoff_rate": handoff_rate}
+           "citation_precision": citation_precision, "handoff_rate": handoff_rate,
+           "leave_gold_out_declined": leave_gold_out_declined, "swap_flagged": swap_flagged,
+           "swap_unswapped_pass": swap_unswapped_pass, "foreign_declined": foreign_declined,
+           "foreign_answer_right": foreign_answer_right,
+           "foreign_hallucination_rate": foreign_hallucination_rate}
     metrics: dict[str, float] = {}
     counts: dict[str, dict[str, int]] = {}
     for key in METRIC_KEYS:

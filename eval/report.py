@@ -71,12 +71,20 @@ def render_summary(results: dict[str, Any], comparison: dict[str, Any] | None = 
     """
     run = results.get("run") or {}
     out = ["# csagent evaluation", "",
-           f"Mode: {run.get('mode', '?')}; suites: {', '.join(run.get('suites') or [])}; "
+           f"Mode: {run.get('mode', '?')}; guards: {run.get('guards', 'on')}; suites: {', '.join(run.get('suites') or [])}; "
            f"turns: {run.get('turns', '?')}; {run.get('seconds', '?')} s; started {run.get('started', '?')}.",
            "", "| metric | value | n | target | result |", "|---|---|---|---|---|"]
     for row in target_rows(results):
         out.append(f"| {row['metric']} | {_pct(row['value'])} | {row['num']}/{row['den']} | "
                    f"{row['target']} | {row['verdict']} |")
+    usage = run.get("llm_usage")
+    if usage:  # [llm] how much of this "llm" run really used the LLM
+        steps = ", ".join(f"{node} {v['turns_ok']}" for node, v in sorted(usage["per_node"].items()))
+        out += ["", f"LLM use: {usage['turns_with_ok']}/{usage['turns']} turns got at least one LLM "
+                f"reply; calls {usage['calls']} (ok {usage['ok']}, failed {usage['failed']}); "
+                f"tokens {usage['prompt_tokens']} prompt / {usage['completion_tokens']} completion; "
+                f"p50 calls per answered turn {usage['calls_per_answered_turn_p50']}; "
+                f"turns with an LLM reply per step: {steps or 'none'}."]
     if run.get("traces_dir"):
         out += ["", f"Open any case's trace with `csagent trace TRACE_ID --traces-dir {run['traces_dir']}`."]
     missed = [r["metric"] for r in target_rows(results) if r["verdict"] == "FAIL"]

@@ -37,7 +37,7 @@ def build_graph(deps: Deps) -> StateGraph[State, Context, InputState, OutputStat
     """Return the uncompiled graph with ``deps`` bound into the nodes that need them."""
     builder = StateGraph(State, input_schema=InputState, output_schema=OutputState,
                          context_schema=Context)
-    builder.add_node("start_turn", start_turn)
+    builder.add_node("start_turn", partial(start_turn, deps=deps))  # [answer] vocab for the analysis
     builder.add_node("route_boundary", partial(route_boundary, deps=deps))
     builder.add_node("refuse_request", partial(refuse_request, deps=deps))
     builder.add_node("ask_clarification", ask_clarification)

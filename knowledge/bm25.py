@@ -1,6 +1,17 @@
 """Okapi BM25 over jieba tokens, precomputed as a sparse term × document weight matrix.
 
-Scores equal ``rank_bm25.BM25Okapi.get_scores`` (same k1, b, epsilon semantics): idf is
+Defaults: ``k1 = 1.5``, ``b = 0.3`` (:data:`DEFAULT_B`), ``epsilon = 0.25``, ``delta = 0``.
+``b`` is lower than the textbook 0.75 because the indexed units are chunks (at most
+``chunk_size`` characters) and, on FAQ/sentence-style knowledge bases, one-line passages: with
+``b = 0.75`` a very short passage that repeats one query word outranks the longer passage that
+answers (the length factor ``1 - b + b * dl / avgdl`` falls far below 1). Measured in
+:mod:`eval.retrieval_bench` (BM25 chunk MRR@10 on the dev KB 0.637 → 0.673, and higher on the
+short-passage settings); an index stores the ``b`` it was built with, so an index built
+before keeps its ``b`` until its BM25 is rebuilt (any ingest that changes a document, or
+``--reset``).
+
+With ``delta = 0``, scores equal ``rank_bm25.BM25Okapi.get_scores`` for the same k1, b,
+epsilon: idf is
 ``log(N - n + 0.5) - log(n + 0.5)``; a negative idf is replaced by ``epsilon * mean(idf)``; a
 query term repeated in the query counts once per repetition; unknown terms score 0. Unlike
 rank_bm25, each document's term weight ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl /
@@ -22,6 +33,9 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 MATRIX_FILE = "bm25.npz"
+DEFAULT_K1 = 1.5
+DEFAULT_B = 0.3
+DEFAULT_EPSILON = 0.25
 VOCAB_FILE = "bm25.json"
 
 
@@ -37,6 +51,7 @@ class BM25Index:
         k1: float,
         b: float,
         epsilon: float,
+        delta: float = 0.0,
     ) -> None:
         self.matrix = matrix
         self.idf = idf if idf is not None else np.zeros(len(vocab), dtype=np.float64)
@@ -44,6 +59,7 @@ class BM25Index:
         self.k1 = k1
         self.b = b
         self.epsilon = epsilon
+        self.delta = delta
 
     @property
     def n_docs(self) -> int:
@@ -55,11 +71,17 @@ class BM25Index:
         cls,
         corpus: Sequence[Sequence[str]],
         *,
-        k1: float = 1.5,
-        b: float = 0.75,
-        epsilon: float = 0.25,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+        epsilon: float = DEFAULT_EPSILON,
+        delta: float = 0.0,
     ) -> BM25Index:
-        """Build the weight matrix from tokenised documents (one token list per document)."""
+        """Build the weight matrix from tokenised documents (one token list per document).
+
+        ``delta`` > 0 gives BM25+ (Lv & Zhai 2011): every matching term adds ``delta * idf``
+        on top of the Okapi weight, so a long document that contains a term never scores
+        (almost) like one that lacks it.
+        """
         vocab: dict[str, int] = {}
         rows: list[int] = []
         cols: list[int] = []
@@ -74,7 +96,7 @@ class BM25Index:
         n_docs = len(corpus)
         if n_docs == 0 or not vocab:
             return cls(sp.csr_matrix((len(vocab), n_docs), dtype=np.float32), vocab,
-                       k1=k1, b=b, epsilon=epsilon)
+                       k1=k1, b=b, epsilon=epsilon, delta=delta)
         row_arr = np.asarray(rows, dtype=np.int64)
         col_arr = np.asarray(cols, dtype=np.int64)
         tf_arr = np.asarray(tfs, dtype=np.float64)
@@ -84,12 +106,12 @@ class BM25Index:
         idf = np.where(idf < 0, epsilon * avg_idf, idf)
         avgdl = float(doc_len.mean()) or 1.0
         denom = tf_arr + k1 * (1 - b + b * doc_len[col_arr] / avgdl)
-        weights = idf[row_arr] * tf_arr * (k1 + 1) / denom
+        weights = idf[row_arr] * (tf_arr * (k1 + 1) / denom + delta)
         matrix = sp.csr_matrix(
             (weights.astype(np.float32), (row_arr, col_arr)), shape=(len(vocab), n_docs)
         )
         matrix.sum_duplicates()
-        return cls(matrix, vocab, idf=idf, k1=k1, b=b, epsilon=epsilon)
+        return cls(matrix, vocab, idf=idf, k1=k1, b=b, epsilon=epsilon, delta=delta)
 
     def term_idf(self, term: str) -> float:
         """Return the (epsilon-floored) idf of ``term``; 0 for a term not in the corpus."""
@@ -129,6 +151,7 @@ class BM25Index:
             "k1": self.k1,
             "b": self.b,
             "epsilon": self.epsilon,
+            "delta": self.delta,
             "vocab": self.vocab,
             "idf": [round(float(x), 6) for x in self.idf],
         }
@@ -140,5 +163,6 @@ class BM25Index:
         meta = json.loads((directory / VOCAB_FILE).read_text(encoding="utf-8"))
         matrix = sp.load_npz(directory / MATRIX_FILE).tocsr()
         idf = np.asarray(meta.get("idf") or [0.0] * len(meta["vocab"]), dtype=np.float64)
-        return cls(matrix, meta["vocab"], idf=idf, k1=meta["k1"], b=meta["b"], epsilon=meta["epsilon"])
+        return cls(matrix, meta["vocab"], idf=idf, k1=meta["k1"], b=meta["b"], epsilon=meta["epsilon"],
+                   delta=float(meta.get("delta", 0.0)))
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from csagent.errors import UsageError
+from contracts.errors import UsageError
 
 logger = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import zipfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -30,11 +31,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from csagent.errors import IndexNotFoundError, UsageError
+from contracts.errors import IndexNotFoundError, UsageError
 from knowledge.bm25 import BM25Index
 from knowledge.config import KnowledgeConfig
 from knowledge.embeddings import Embedder, get_embedder
-from knowledge.fusion import demote, rrf_fusion, weighted_fusion
+from knowledge.fusion import demote, fuse
 from knowledge.normalize import (
     asks_for_old_version,
     configure_jieba,
@@ -72,12 +73,29 @@ def read_manifest(index_dir: Path) -> dict[str, Any] | None:
 
 
 def read_chunks(index_dir: Path) -> list[Chunk]:
-    """Read ``chunks.jsonl`` in index order."""
+    """Read ``chunks.jsonl`` in index order.
+
+    Raises:
+        IndexNotFoundError: The file is damaged (truncated, not UTF-8, not chunk records);
+            the message names the line.
+
+    """
     path = Path(index_dir) / CHUNKS
     if not path.is_file():
         return []
-    with path.open(encoding="utf-8") as fh:
-        return [Chunk.from_dict(json.loads(line)) for line in fh if line.strip()]
+    chunks: list[Chunk] = []
+    number = 0
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                if line.strip():
+                    chunks.append(Chunk.from_dict(json.loads(line)))
+    except (ValueError, TypeError, AttributeError) as exc:  # JSON, UTF-8 and field errors
+        raise IndexNotFoundError(
+            f"the index at {index_dir} is damaged ({CHUNKS} line {number}: "
+            f"{type(exc).__name__}); re-run `csagent ingest PATH --index {index_dir} --reset`"
+        ) from None
+    return chunks
 
 
 class KnowledgeIndex:
@@ -106,6 +124,9 @@ class KnowledgeIndex:
         self.store = store
         self.embedder = embedder
         self._rerankers: dict[str, Reranker | None] = {}
+        # Set when the Chroma collection is missing, out of sync or fails: dense recall then
+        # runs exactly over ``vectors`` (same ranking, linear cost) and callers can say so.
+        self.vector_problem: str | None = None
 
     @classmethod
     def open(cls, index_dir: str | Path, config: KnowledgeConfig | None = None) -> KnowledgeIndex:
@@ -138,9 +159,10 @@ class KnowledgeIndex:
         try:
             bm25 = BM25Index.load(index_dir)
             vectors = np.load(index_dir / VECTORS) if chunks else np.zeros((0, 1), np.float32)
-        except (OSError, ValueError, KeyError) as exc:
-            raise IndexNotFoundError(f"the index at {index_dir} is incomplete ({exc}); re-run "
-                                     f"`csagent ingest --reset`") from exc
+        except (OSError, ValueError, KeyError, EOFError, TypeError, zipfile.BadZipFile) as exc:
+            detail = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            raise IndexNotFoundError(f"the index at {index_dir} is incomplete ({detail}); re-run "
+                                     f"`csagent ingest PATH --index {index_dir} --reset`") from None
         if len(vectors) != len(chunks) or bm25.n_docs != len(chunks):
             raise IndexNotFoundError(f"the index at {index_dir} is inconsistent; re-run "
                                      f"`csagent ingest --reset`")
@@ -149,8 +171,11 @@ class KnowledgeIndex:
         index = cls(index_dir, config, manifest, chunks, bm25, vectors, store, embedder)
         stored = store.count()
         if stored != len(chunks):
-            logger.warning("Chroma collection %s holds %d vectors but the index has %d chunks; "
-                           "re-run `csagent ingest` to repair it", store.name, stored, len(chunks))
+            index.vector_problem = (
+                f"the vector store (Chroma collection {store.name}) holds {stored} vectors but "
+                f"the index has {len(chunks)} chunks; vector search uses the exact vectors of "
+                f"{VECTORS} instead (run `csagent ingest PATH --index {index_dir}` to repair it)")
+            logger.warning("%s", index.vector_problem)
         return index
 
     # -- lookups -----------------------------------------------------------------------------
@@ -276,8 +301,7 @@ class KnowledgeIndex:
             timings["encode"] = (time.perf_counter() - t0) * 1000
             t0 = time.perf_counter()
             n = recall if (mode == "hybrid" or ranker) else k
-            ids, _ = self.store.query(qvec, min(n, len(self._chunks)))
-            dense_top = [self._positions[i] for i in ids if i in self._positions]
+            dense_top = self._dense_recall(qvec, min(n, len(self._chunks)))
             timings["dense"] = (time.perf_counter() - t0) * 1000
 
         t0 = time.perf_counter()
@@ -296,11 +320,8 @@ class KnowledgeIndex:
             cands = list(dict.fromkeys(bm25_top + dense_top))
             b = bm25_scores[cands].astype(np.float64)
             c = (self.vectors[cands] @ qvec).astype(np.float64)
-            if fusion == "rrf":
-                rrf = rrf_fusion([[str(i) for i in bm25_top], [str(i) for i in dense_top]])
-                fused = np.asarray([rrf.get(str(i), 0.0) for i in cands])
-            else:
-                fused = weighted_fusion(b, c, alpha)
+            fused = fuse(fusion, b, c, alpha, [[str(i) for i in bm25_top],
+                         [str(i) for i in dense_top]], [str(i) for i in cands])
             if superseded_penalty:
                 old = self._superseded[cands]
                 if old.any() and not asks_for_old_version(query):
@@ -318,6 +339,25 @@ class KnowledgeIndex:
             hits = [replace(pool[j], score=float(scores[j]), rerank=float(scores[j])) for j in order]
             timings["rerank"] = (time.perf_counter() - t0) * 1000
         return hits[:k], timings
+
+
+    def _dense_recall(self, qvec: NDArray[np.float32], n: int) -> list[int]:
+        """Return the positions of the ``n`` nearest chunks: Chroma, or exact when it is unusable."""
+        if self.vector_problem is None:
+            try:
+                ids, _ = self.store.query(qvec, n)
+                return [self._positions[i] for i in ids if i in self._positions]
+            except Exception as exc:  # noqa: BLE001 - a broken store must not fail a search
+                self.vector_problem = (f"the vector store failed ({type(exc).__name__}: "
+                                       f"{str(exc)[:160]}); using the exact vectors instead")
+                logger.error("%s", self.vector_problem)
+        sims = self.vectors @ qvec
+        if n >= len(sims):
+            order = np.argsort(-sims, kind="stable")
+        else:
+            part = np.argpartition(-sims, n - 1)[:n]
+            order = part[np.argsort(-sims[part], kind="stable")]
+        return [int(i) for i in order[:n]]
 
 
 def _top(scores: NDArray[np.float32], n: int) -> tuple[NDArray[np.int64], NDArray[np.float32]]:

@@ -6,6 +6,12 @@ other paths stay). ``reset=True`` starts from an empty index (the vector cache i
 unchanged texts are still not re-embedded). A change of embedding model or chunking settings
 rebuilds everything. Files are written to temporary names and renamed, so a crash never leaves
 a half-written index behind.
+
+Screening: with ``screen`` (a function text → findings, e.g.
+:func:`strategies.rules.hygiene.scan`, wired in by the CLI), every chunk is checked and the
+passages with instructions addressed to the assistant, credential requests or unknown contact
+points are listed in :attr:`IngestReport.flagged` (they stay in the index; the answer path
+never relays them). A damaged local vector store is rebuilt from ``vectors.npy``.
 """
 
 from __future__ import annotations
@@ -15,14 +21,15 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterable
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from csagent.errors import UsageError
+from contracts.errors import UsageError
 from knowledge.bm25 import BM25Index
 from knowledge.chunking import TABLE_CHARS, chunk_document
 from knowledge.config import KnowledgeConfig
@@ -47,11 +54,18 @@ from knowledge.index import (
 from knowledge.loaders import Document, Skipped, load_documents
 from knowledge.normalize import bm25_terms, configure_jieba
 from knowledge.types import Chunk
-from knowledge.vector import ChromaStore
+from knowledge.vector import (
+    ChromaStore,
+    VectorStoreDamagedError,
+    collection_name,
+    drop_local_store,
+)
 
 logger = logging.getLogger(__name__)
 
 PROGRESS_MIN = 32  # show a progress bar when at least this many chunks must be embedded
+FLAG_TEXT_CHARS = 80  # characters of a flagged passage shown in the report
+Screen = Callable[[str], Sequence[Mapping[str, Any]]]
 
 
 @dataclass(kw_only=True)
@@ -66,6 +80,8 @@ class IngestReport:
     chunks: int = 0
     chunks_embedded: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    flagged: list[dict[str, Any]] = field(default_factory=list)
+    repaired_vector_store: bool = False
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -79,6 +95,8 @@ class IngestReport:
             "chunks": self.chunks,
             "chunks_embedded": self.chunks_embedded,
             "skipped": [{"path": s.path, "line": s.line, "reason": s.reason} for s in self.skipped],
+            "flagged": self.flagged,
+            "repaired_vector_store": self.repaired_vector_store,
             "seconds": round(self.seconds, 3),
         }
 
@@ -90,6 +108,13 @@ class IngestReport:
             f"{self.chunks} chunks ({self.chunks_embedded} embedded) in {self.seconds:.1f} s"
         ]
         lines.extend(f"skipped {s}" for s in self.skipped)
+        if self.repaired_vector_store:
+            lines.append("repaired the damaged vector store (rebuilt from the stored vectors)")
+        if self.flagged:
+            lines.append(f"flagged {len(self.flagged)} passages that answers will not relay "
+                         "(instructions to the assistant, credential requests, unknown contacts):")
+        lines.extend(f"flagged {f['chunk_id']} ({f['source']}): {', '.join(f['kinds'])}: "
+                     f"{f['text']}" for f in self.flagged)
         return "\n".join(lines)
 
 
@@ -153,6 +178,38 @@ def _save_index(
                                          encoding="utf-8"))
 
 
+def _screen_chunks(chunks: Iterable[Chunk], screen: Screen | None) -> list[dict[str, Any]]:
+    """Return one report row per chunk with findings (kinds and the first matched text)."""
+    if screen is None:
+        return []
+    rows: list[dict[str, Any]] = []
+    for chunk in chunks:
+        findings = list(screen(chunk.text))
+        if not findings:
+            continue
+        kinds = list(dict.fromkeys(str(f.get("kind")) for f in findings))
+        text = " | ".join(dict.fromkeys(str(f.get("text", "")).replace("\n", " ") for f in findings))
+        rows.append({"doc_id": chunk.doc_id, "chunk_id": chunk.chunk_id, "source": chunk.source,
+                     "kinds": kinds, "text": text[:FLAG_TEXT_CHARS]})
+    return rows
+
+
+def _open_store(index_dir: Path, config: KnowledgeConfig, report: IngestReport,
+                **kwargs: Any) -> ChromaStore:
+    """Open the vector store; a damaged local one is deleted and recreated (rebuilt later)."""
+    try:
+        store = ChromaStore(index_dir, config.embedding_model, config.chroma_url, **kwargs)
+        store.count()
+        return store
+    except VectorStoreDamagedError as exc:
+        if config.chroma_url:
+            raise
+        logger.warning("%s: rebuilding it", exc)
+        drop_local_store(index_dir)
+        report.repaired_vector_store = True
+        return ChromaStore(index_dir, config.embedding_model, config.chroma_url, **kwargs)
+
+
 def _reset_dir(index_dir: Path) -> None:
     for name in (MANIFEST, CHUNKS, TOKENS, VECTORS, "bm25.npz", "bm25.json"):
         (index_dir / name).unlink(missing_ok=True)
@@ -173,6 +230,7 @@ def ingest_paths(
     config: KnowledgeConfig | None = None,
     reset: bool = False,
     progress: bool = True,
+    screen: Screen | None = None,
 ) -> IngestReport:
     """Ingest folders/files of .md, .txt and .jsonl documents into ``index_dir``.
 
@@ -182,6 +240,8 @@ def ingest_paths(
         config: chunking, embedding and Chroma settings.
         reset: start from an empty index.
         progress: show a tqdm progress bar on stderr for long embedding runs.
+        screen: text → findings (``kind``, ``text``); chunks with findings are reported in
+            ``flagged``.
 
     Returns:
         The :class:`IngestReport`; bad files and lines are in ``skipped``.
@@ -211,9 +271,14 @@ def ingest_paths(
         logger.warning("embedding/chunking settings changed: rebuilding the whole index")
         manifest = None
         reset = True
-    store = ChromaStore(index_dir, config.embedding_model, config.chroma_url)
+    index_id = str((manifest or read_manifest(index_dir) or {}).get("index_id") or uuid.uuid4().hex)
+    store = _open_store(index_dir, config, report)
     if reset or manifest is None:
         _reset_dir(index_dir)
+        store.reset()  # the recorded (possibly old, path-keyed) collection goes
+        new_name = collection_name(index_dir, config.embedding_model,
+                                   index_id if config.chroma_url else None)
+        store = _open_store(index_dir, config, report, name=new_name)
         store.reset()
         manifest = None
     old_docs: dict[str, Any] = dict(manifest["docs"]) if manifest else {}
@@ -247,6 +312,7 @@ def ingest_paths(
     in_sync = stored == len(old_chunks)
     if not changed and not report.deleted and in_sync and manifest is not None:
         report.chunks = len(old_chunks)
+        report.flagged = _screen_chunks(old_chunks, screen)
         report.seconds = time.perf_counter() - started
         if manifest.get("docs") != old_docs:  # only sources moved: rewrite the manifest
             manifest["docs"] = old_docs
@@ -329,6 +395,7 @@ def ingest_paths(
         vectors[to_embed] = embedded
     report.chunks = len(chunks)
     report.chunks_embedded = n_embedded
+    report.flagged = _screen_chunks(chunks, screen)
 
     # Chroma: delete what went away, upsert what is new (or everything if out of sync)
     new_ids = [c.chunk_id for c in chunks]
@@ -356,6 +423,7 @@ def ingest_paths(
         "dim": dim,
         "collection": store.name,
         "chroma_url": config.chroma_url,
+        "index_id": index_id,
         "docs": doc_infos,
     }
     _save_index(index_dir, new_manifest, chunks, tokens, vectors)

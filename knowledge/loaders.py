@@ -222,8 +222,15 @@ def _load_jsonl(path: Path, text: str) -> tuple[list[Document], list[Skipped]]:
             continue
         try:
             obj = json.loads(line)
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
         except json.JSONDecodeError as exc:
             skipped.append(Skipped(str(path), lineno, f"not JSON: {exc.msg}"))
+            continue
+        except RecursionError:
+            skipped.append(Skipped(str(path), lineno, "not JSON: nested too deeply"))
+            continue
+        except UnicodeEncodeError:
+            skipped.append(Skipped(str(path), lineno, "text with a lone surrogate (\\ud800-\\udfff)"))
             continue
         if not isinstance(obj, dict):
             skipped.append(Skipped(str(path), lineno, "not a JSON object"))

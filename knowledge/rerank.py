@@ -20,7 +20,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from csagent.errors import UsageError
+from contracts.errors import UsageError
 from knowledge.bm25 import BM25Index
 from knowledge.normalize import tokenize_query
 from knowledge.types import Hit

@@ -2,14 +2,20 @@
 
 ``CSAGENT_CHROMA_URL`` (``KnowledgeConfig.chroma_url``) switches to ``chromadb.HttpClient``.
 Chroma's default embedding function is never used (it downloads a model): vectors are always
-passed in, and collections are created with ``embedding_function=None`` in cosine space. The
-collection name is derived from the index dir and the embedding model, so two indexes (or two
-models) never share a collection on one server.
+passed in, and collections are created with ``embedding_function=None`` in cosine space.
+
+Collection names never depend on where the index lives, so a copied or moved index keeps its
+vector search: a local store (``<index>/chroma``) is named after the embedding model only; on a
+server the name adds the index's own ``index_id`` (a random id written into the manifest at the
+first ingest), so two indexes never share a collection. The name recorded in the manifest
+always wins, which keeps indexes built by older versions (named after their absolute path)
+working after a move, with no migration step.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from collections.abc import Sequence
@@ -20,21 +26,63 @@ from urllib.parse import urlparse
 import numpy as np
 from numpy.typing import NDArray
 
-from csagent.errors import UsageError
+from contracts.errors import IndexNotFoundError, UsageError
 
 logger = logging.getLogger(__name__)
 
 CHROMA_DIR = "chroma"
+MANIFEST = "manifest.json"
 
 
-def collection_name(index_dir: Path, embedding_model: str) -> str:
-    """Return a valid Chroma collection name for this index dir and embedding model."""
+def collection_name(index_dir: Path, embedding_model: str, index_id: str | None = None) -> str:
+    """Return a valid Chroma collection name for an embedding model (and, on a server, an index).
+
+    ``index_dir`` is accepted for compatibility and not used: the name must survive a move.
+    """
     slug = re.sub(r"[^a-zA-Z0-9._-]+", "-", Path(embedding_model).name or embedding_model)
     slug = slug.strip("-._")[:40] or "model"
-    digest = hashlib.sha1(
-        f"{Path(index_dir).resolve()}\x00{embedding_model}".encode()
-    ).hexdigest()[:12]
+    digest = hashlib.sha1(f"{index_id or ''}\x00{embedding_model}".encode()).hexdigest()[:12]
     return f"csagent-{slug}-{digest}"
+
+
+def _manifest(index_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((Path(index_dir) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def resolve_collection_name(
+    index_dir: Path,
+    embedding_model: str,
+    chroma_url: str | None = None,
+    index_id: str | None = None,
+) -> str:
+    """Return the collection of this index: the manifest's recorded one, else a fresh name.
+
+    The recorded name is used when the manifest was built with the same embedding model and
+    the same kind of store (local or the same server); otherwise the name is derived from the
+    model (local) or the model and the index id (server).
+    """
+    manifest = _manifest(index_dir)
+    recorded = manifest.get("collection")
+    if (isinstance(recorded, str) and recorded
+            and manifest.get("embedding_model") == embedding_model
+            and (manifest.get("chroma_url") or None) == (chroma_url or None)):
+        return recorded
+    if chroma_url:
+        index_id = index_id or str(manifest.get("index_id") or "") or None
+        return collection_name(index_dir, embedding_model, index_id)
+    return collection_name(index_dir, embedding_model)
+
+
+def _is_store_damage(exc: BaseException) -> bool:
+    """Return True for errors that mean the local Chroma files are unreadable."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(word in text for word in ("malformed", "not a database", "corrupt", "disk image",
+                                         "no such table", "database error", "internalerror",
+                                         "file is not", "unable to open"))
 
 
 def make_client(index_dir: Path, chroma_url: str | None) -> Any:
@@ -58,14 +106,55 @@ def make_client(index_dir: Path, chroma_url: str | None) -> Any:
             raise UsageError(f"cannot reach the Chroma server at {chroma_url}: {exc}") from exc
     path = Path(index_dir) / CHROMA_DIR
     path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path), settings=settings)
+    try:
+        return chromadb.PersistentClient(path=str(path), settings=settings)
+    except Exception as exc:  # chromadb raises its own InternalError for a damaged file
+        raise VectorStoreDamagedError(
+            f"the vector store {path} is damaged ({_first_line(exc)}); repair it with "
+            f"`csagent ingest PATH --index {index_dir}` (or `--reset`)") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]
+
+
+class VectorStoreDamagedError(IndexNotFoundError):
+    """The local Chroma files cannot be read (exit status 3, like a missing index)."""
+
+
+def drop_local_store(index_dir: Path) -> None:
+    """Delete a damaged local Chroma folder (``ingest`` rebuilds it from ``vectors.npy``)."""
+    import shutil
+
+    try:
+        from chromadb.api.client import SharedSystemClient
+
+        SharedSystemClient.clear_system_cache()
+    except Exception as exc:  # noqa: BLE001 - best effort: the folder goes anyway
+        logger.debug("could not clear chromadb's client cache: %s", exc)
+    shutil.rmtree(Path(index_dir) / CHROMA_DIR, ignore_errors=True)
 
 
 class ChromaStore:
-    """One Chroma collection of chunk vectors (cosine space, vectors supplied by us)."""
+    """One Chroma collection of chunk vectors (cosine space, vectors supplied by us).
 
-    def __init__(self, index_dir: Path, embedding_model: str, chroma_url: str | None = None) -> None:
-        self.name = collection_name(index_dir, embedding_model)
+    Args:
+        index_dir: The index folder (the local store lives in ``<index_dir>/chroma``).
+        embedding_model: The model the vectors come from.
+        chroma_url: A Chroma server instead of the local store.
+        name: The collection name (default: :func:`resolve_collection_name`).
+        index_id: The index's own id (names a server collection of a new index).
+
+    Raises:
+        VectorStoreDamagedError: The local store's files are unreadable.
+
+    """
+
+    def __init__(self, index_dir: Path, embedding_model: str, chroma_url: str | None = None,
+                 *, name: str | None = None, index_id: str | None = None) -> None:
+        self.name = name or resolve_collection_name(index_dir, embedding_model, chroma_url,
+                                                    index_id)
         self.client = make_client(index_dir, chroma_url)
         self._collection: Any = None
 
@@ -90,8 +179,29 @@ class ChromaStore:
         self._collection = None
 
     def count(self) -> int:
-        """Return the number of vectors stored."""
-        return int(self.collection.count())
+        """Return the number of vectors stored.
+
+        Raises:
+            VectorStoreDamagedError: The local store's files are unreadable.
+
+        """
+        try:
+            return int(self.collection.count())
+        except Exception as exc:
+            if _is_store_damage(exc):
+                raise VectorStoreDamagedError(
+                    f"the vector store of collection {self.name} is damaged "
+                    f"({_first_line(exc)}); repair it with `csagent ingest`") from exc
+            raise
+
+    def exists(self) -> bool:
+        """Return True when the collection exists (without creating it)."""
+        try:
+            names = [getattr(c, "name", c) for c in self.client.list_collections()]
+        except Exception as exc:  # noqa: BLE001 - treat an unreadable listing as missing
+            logger.debug("cannot list collections: %s", exc)
+            return False
+        return self.name in names
 
     def ids(self) -> set[str]:
         """Return every id stored (used to repair a collection out of sync with the index)."""

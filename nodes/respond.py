@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from graph.context import Context
-from graph.deps import Deps
-from graph.state import State
-from nodes.claims import parse_citations
-from nodes.facts import merge_facts, tool_facts
-from nodes.profiles import load_profile
+from contracts.context import Context
+from contracts.routing import FailReason, Status
+from contracts.state import Citation, State
+from contracts.verification import fixed_reply_verification
+from nodes._common import profile_of as _profile
+from strategies.deps import Deps
+from strategies.rules.answer import NO_ANSWER
+from strategies.rules.claims import parse_citations
+from strategies.rules.facts import merge_facts, tool_facts
+from strategies.rules.router import BARE_REPLY, NOTHING_PENDING_REPLY
 
-NO_ANSWER = "当前知识库中没有找到相关信息。如需进一步帮助，我可以为您转接人工客服。"
+__all__ = ["NO_ANSWER", "ask_clarification", "finalize_answer", "refuse_request", "reply_chitchat"]
 
 
-def _profile(runtime: Runtime[Context]) -> dict[str, Any]:
-    return load_profile((runtime.context or Context()).domain_profile)
-
-
-def _reply(text: str, status: str, fail_reason: str | None = None) -> dict[str, Any]:
+def _reply(text: str, status: Status, fail_reason: FailReason | None = None) -> State:
     return {"answer": text, "status": status, "fail_reason": fail_reason, "citations": [],
-            "messages": [AIMessage(text)],
-            "verification": {"overall": "pass", "claims": [], "checks": [{"name": "fixed_reply", "ok": True}]}}
+            "messages": [AIMessage(text)], "verification": fixed_reply_verification("fixed_reply")}
 
 
 def capabilities_text(deps: Deps) -> str:
@@ -33,7 +30,7 @@ def capabilities_text(deps: Deps) -> str:
     return "、".join(labels) or "解答知识库中的问题"
 
 
-def refuse_request(state: State, runtime: Runtime[Context], deps: Deps) -> dict[str, Any]:
+def refuse_request(state: State, runtime: Runtime[Context], deps: Deps) -> State:
     """Refuse politely: a blacklisted domain's fixed text, or an honest "can't do that here"."""
     profile = _profile(runtime)
     if state.get("fail_reason") == "no_capability":
@@ -44,7 +41,7 @@ def refuse_request(state: State, runtime: Runtime[Context], deps: Deps) -> dict[
     return _reply(domain["refusal"] if domain else profile["out_of_scope_reply"], "refused", "out_of_scope")
 
 
-def ask_clarification(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def ask_clarification(state: State, runtime: Runtime[Context]) -> State:
     """Ask the customer to clarify (an action without its order id, or an unclear message)."""
     label = state.get("action_label")
     if label:
@@ -54,20 +51,26 @@ def ask_clarification(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     return _reply(text, "answered", "low_confidence")
 
 
-def reply_chitchat(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Answer a greeting with the profile's fixed reply (no facts, nothing to verify)."""
+def reply_chitchat(state: State, runtime: Runtime[Context]) -> State:
+    """Answer a greeting with the profile's fixed reply (no facts, nothing to verify).
+
+    A bare 「确认」/「好的」 with nothing pending gets the "nothing to confirm" reply instead.
+    """
+    if state.get("intent") == BARE_REPLY:
+        return _reply(NOTHING_PENDING_REPLY, "answered")
     return _reply(_profile(runtime)["chitchat"]["reply"], "answered")
 
 
-def finalize_answer(state: State) -> dict[str, Any]:
+def finalize_answer(state: State) -> State:
     """Publish the verified draft: answer, citations, status; remember verified tool facts."""
     draft = state.get("draft") or NO_ANSWER
     by_id = {e["id"]: e for e in state.get("evidence") or []}
     cited = [c for c in parse_citations(draft) if c in by_id]
-    citations = [{"id": c, "title": by_id[c].get("title", ""), "source": by_id[c].get("source", ""),
-                  "version": by_id[c].get("version", "")} for c in cited]
+    citations: list[Citation] = [
+        {"id": c, "title": by_id[c].get("title", ""), "source": by_id[c].get("source", ""),
+         "version": by_id[c].get("version", "")} for c in cited]
     fail_reason = state.get("fail_reason")
-    status = "refused" if fail_reason == "no_evidence" else "answered"
+    status: Status = "refused" if fail_reason == "no_evidence" else "answered"
     return {"answer": draft, "citations": citations, "status": status, "fail_reason": fail_reason,
             "messages": [AIMessage(draft)],
             "known_facts": merge_facts(state.get("known_facts") or [], tool_facts(state.get("tool_calls") or []))}

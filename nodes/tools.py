@@ -1,10 +1,11 @@
 """Business tool calls: the user id from the run context, results as evidence, loop breaker.
 
-A planned read call may carry two hints from the planner (``nodes.risk.plan_order_tools``):
-``if_shipped`` (skip the logistics call when this turn's order lookup shows an unshipped order)
-and ``resolve``/``then`` (after listing the customer's orders, follow up on the one order the
-question names, e.g. 「降噪耳机那单」). The order the answer is about is recorded on the call as
-``focus`` so it can be carried into the next turn (``nodes.facts.tool_facts``).
+A thin adapter over the planned calls (``tool_plan``, from the router's tool planner). The
+plan's hints are read by :mod:`strategies.rules.tools`: ``when_status`` (skip a call this
+turn's record already makes pointless), ``resolve``/``then`` (follow up on the one listed
+record the question names), ``ref`` (a partial reference: only the customer's own matching
+record, else the customer is asked). The record the answer is about is kept on the call as
+``focus`` so it can be carried into the next turn. At most ``MAX_CALLS`` calls run per turn.
 """
 
 from __future__ import annotations
@@ -13,92 +14,121 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graph.context import Context
-from graph.deps import Deps
-from graph.state import State
-from nodes.evidence import tool_to_evidence
-from nodes.risk import is_shipped_status, match_orders, status_filter
-from shop.guard import is_repeated_call, loop_breaker_result
+from contracts.context import Context
+from contracts.evidence import Evidence
+from contracts.state import State
+from contracts.tools import CODE_REJECTED, FORM_LISTING, ToolCallPlan, ToolCallRecord, ToolSpec
+from strategies.deps import Deps
+from strategies.rules.evidence import tool_to_evidence
+from strategies.rules.tools import (
+    ambiguous_ref_result,
+    follow_up,
+    known_status,
+    listed_records,
+    listing_focus,
+    skip_call,
+)
+from tools.backend import failure
+from tools.guard import is_repeated_call, loop_breaker_result
+
+MSG_NEEDS_CONFIRMATION = "该操作会修改订单，需要您确认后才能办理"
+MAX_CALLS = 6  # a turn's plan plus its follow-ups; the loop breaker is the second line
 
 
-def run_tool(deps: Deps, history: list[dict[str, Any]], name: str, args: dict[str, Any],
-             user_id: str) -> dict[str, Any]:
-    """Run one tool call (or cut it off) and return the call record for ``tool_calls``."""
-    writes = {spec.name for spec in deps.shop.specs() if spec.write}
+def run_tool(deps: Deps, history: list[ToolCallRecord], name: str, args: dict[str, Any],
+             user_id: str) -> ToolCallRecord:
+    """Run one tool call (or cut it off as a repeat) and return its record for ``tool_calls``."""
+    write = any(spec.write for spec in deps.shop.specs() if spec.name == name)
     if is_repeated_call(history, name, args):
         result = loop_breaker_result(name)
     else:
         result = deps.shop.call(name, args, user_id=user_id)
-    return {"name": name, "args": dict(args), "result": dict(result), "write": name in writes}
+    return {"name": name, "args": dict(args), "result": result, "write": write}
 
 
-def _known_status(calls: list[dict[str, Any]], order_id: str) -> str | None:
-    """Return the status this turn's lookup of ``order_id`` gave ("" if it failed), or None."""
-    for call in calls:
-        result = call.get("result") or {}
-        data = result.get("data")
-        if call["name"] != "order_lookup" or (call.get("args") or {}).get("order_id") != order_id:
-            continue
-        return str(data.get("status") or "") if result.get("valid") and isinstance(data, dict) else ""
-    return None
+def _run_planned(plan: ToolCallPlan, spec: ToolSpec | None, calls: list[ToolCallRecord],
+                 deps: Deps, user_id: str, question: str,
+                 tools: list[ToolSpec]) -> tuple[ToolCallRecord, ToolCallPlan | None]:
+    """Run one planned call; return its record and the follow-up call a listing resolved.
 
-
-def listing_focus(question: str, result: dict[str, Any]) -> list[str]:
-    """Return the listed orders the question is about: named by product, else by status filter."""
-    data = result.get("data") if result.get("valid") else None
-    orders = data.get("orders") if isinstance(data, dict) else None
-    if not isinstance(orders, list):
-        return []
-    named = match_orders(question, orders)
-    if named:
-        return named
-    statuses = status_filter(question)
-    return [str(o.get("order_id")) for o in orders if statuses and o.get("status") in statuses]
+    A write never runs here, whoever planned it: writes run only after the confirmation node.
+    """
+    if spec is not None and spec.write:
+        result = failure(plan["name"], CODE_REJECTED, MSG_NEEDS_CONFIRMATION)
+        return {"name": plan["name"], "args": dict(plan["args"]), "result": result, "write": True}, None
+    record = run_tool(deps, calls, plan["name"], plan["args"], user_id)
+    id_key = spec.id_arg if spec else None
+    record_id = plan["args"].get(id_key) if id_key else None
+    if id_key and not record_id and spec and FORM_LISTING in spec.answers.forms:
+        records = listed_records(record["result"], id_key)
+        record["focus"] = focus = listing_focus(question, plan, records, id_key)
+        if plan.get("ref") and len(focus) != 1 and record["result"]["valid"]:
+            record["result"] = ambiguous_ref_result(plan, focus, record["result"], spec.answers.noun)
+        return record, follow_up(plan, focus, records, tools, id_key)
+    if record_id and record["result"]["valid"]:
+        record["focus"] = [str(record_id)]
+    return record, None
 
 
 def call_tools(state: State, runtime: Runtime[Context], deps: Deps) -> dict[str, Any]:
     """Run the planned read tools for the context's user; every result joins the evidence."""
     user_id = (runtime.context or Context()).user_id
-    question = state.get("question") or ""
-    calls = list(state.get("tool_calls") or [])
-    evidence: list[dict[str, Any]] = []
-    queue = [dict(p) for p in state.get("tool_plan") or []]
-    while queue:
+    question, tools = state.get("question") or "", list(deps.shop.specs())
+    specs = {s.name: s for s in tools}
+    calls, evidence = list(state.get("tool_calls") or []), list[Evidence]()
+    queue: list[ToolCallPlan] = [ToolCallPlan(**p) for p in state.get("tool_plan") or []]
+    for _ in range(MAX_CALLS):
+        if not queue:
+            break
         plan = queue.pop(0)
-        order_id = (plan.get("args") or {}).get("order_id")
-        if plan.get("if_shipped") and order_id:
-            status = _known_status(calls, str(order_id))
-            if status is not None and not is_shipped_status(status):
-                continue  # the lookup failed or its status already says there is nothing to track
-        record = run_tool(deps, calls, plan["name"], plan["args"], user_id)
-        if plan["name"] == "order_lookup" and not order_id:
-            focus = listing_focus(question, record["result"])
-            record["focus"] = focus
-            status = next((str(o.get("status")) for o in record["result"]["data"]["orders"]
-                           if o.get("order_id") in focus), "") if focus else ""
-            if plan.get("resolve") and len(focus) == 1 and plan.get("then") and is_shipped_status(status):
-                queue.append({"name": plan["then"], "args": {"order_id": focus[0]}, "resolved": True})
-        elif order_id and record["result"].get("valid"):
-            record["focus"] = [str(order_id)]
+        spec = specs.get(plan["name"])
+        id_key = spec.id_arg if spec else None
+        if skip_call(plan, calls, id_key):
+            continue
+        record, follow = _run_planned(plan, spec, calls, deps, user_id, question, tools)
+        queue += [follow] if follow else []
+        omit = _stated_already(plan, calls, id_key)
         calls.append(record)
-        n = sum(1 for c in calls if c["name"] == record["name"])
-        # The order's status is stated once, by the order lookup, when both tools ran.
-        omit = ("status",) if record["name"] == "logistics_tracking" and order_id \
-            and (plan.get("resolved") or _known_status(calls[:-1], str(order_id))) else ()
-        item = tool_to_evidence(record["name"], n, record["result"], record["args"],
-                                question=question, focus=record.get("focus"), omit=omit)
-        # A follow-up on the order a listing resolved answers the question: it goes first.
+        item = tool_to_evidence(record["name"], sum(1 for c in calls if c["name"] == record["name"]),
+                                record["result"], record["args"], question=question,
+                                focus=record.get("focus"), omit=omit, spec=spec)
+        # A follow-up on the record a listing resolved answers the question: it goes first.
         evidence.insert(len(evidence) - 1 if plan.get("resolved") and evidence else len(evidence), item)
-    return {"tool_calls": calls, "evidence": _brief_once(evidence)}
+    return {"tool_calls": calls, "evidence": _brief_once(evidence, specs)}
 
 
-def _brief_once(evidence: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Cut an order's brief to its first (asked-fields) line when its shipment is also evidence.
+def _stated_already(plan: ToolCallPlan, calls: list[ToolCallRecord], id_key: str | None) -> tuple[str, ...]:
+    """Return ``("status",)`` when an earlier call this turn already states the record's state."""
+    record_id = plan["args"].get(id_key) if id_key else None
+    if not record_id:
+        return ()
+    earlier = plan.get("resolved") or known_status(calls, str(id_key), str(record_id)) is not None
+    return ("status",) if earlier else ()
 
-    The shipment's own lines follow, so the answer does not list items and amounts in between.
+
+def _record_id(item: Evidence, specs: dict[str, ToolSpec]) -> str | None:
+    """Return the record an evidence item's call was about (its id argument), if any."""
+    spec = specs.get(str(item.get("source")))
+    args: dict[str, Any] = dict(item.get("args") or {})
+    value = args.get(spec.id_arg) if spec and spec.id_arg else None
+    return str(value) if value else None
+
+
+def _lists(item: Evidence, specs: dict[str, ToolSpec]) -> bool:
+    spec = specs.get(str(item.get("source")))
+    return spec is not None and FORM_LISTING in spec.answers.forms
+
+
+def _brief_once(evidence: list[Evidence], specs: dict[str, ToolSpec]) -> list[Evidence]:
+    """Cut a record's brief to its first (asked-fields) line when another tool's data on it follows.
+
+    That data's own lines follow, so the answer does not list items and amounts in between.
     """
-    shipped = {(e.get("args") or {}).get("order_id") for e in evidence
-               if e.get("source") == "logistics_tracking" and (e.get("result") or {}).get("valid")}
-    return [dict(e, brief=e["brief"].split("\n", 1)[0])
-            if e.get("source") == "order_lookup" and (e.get("args") or {}).get("order_id") in shipped
-            and (e.get("result") or {}).get("valid") and e.get("brief") else e for e in evidence]
+    def valid(item: Evidence) -> bool:
+        result = item.get("result")
+        return bool(result and result.get("valid"))
+
+    followed = {_record_id(e, specs) for e in evidence if valid(e) and not _lists(e, specs)}
+    return [Evidence(**{**e, "brief": e["brief"].split("\n", 1)[0]})
+            if valid(e) and _lists(e, specs) and e.get("brief") and _record_id(e, specs) in followed - {None}
+            else e for e in evidence]

@@ -1,17 +1,24 @@
-"""The first node of every turn: reset per-turn fields, take the question, carry facts forward."""
+"""The first node of every turn: reset per-turn fields, take the question, analyse it once."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_core.messages import HumanMessage
 
-from graph.state import EVIDENCE_RESET, State
-from nodes.facts import merge_facts, message_text, relevant_facts, user_stated_facts
+from contracts.evidence import EVIDENCE_RESET
+from contracts.state import State
+from strategies.deps import Deps
+from strategies.rules.facts import (
+    merge_facts,
+    message_text,
+    relevant_facts,
+    render_fact,
+    user_stated_facts,
+)
+from strategies.rules.question import analyze_question, vocabulary_for
 
 
-def start_turn(state: State) -> dict[str, Any]:
-    """Reset per-turn fields; set ``question`` and the facts that bear on it.
+def start_turn(state: State, deps: Deps | None = None) -> State:
+    """Reset per-turn fields; set ``question``, the facts that bear on it and its ``analysis``.
 
     Raises:
         ValueError: when the conversation has no customer message.
@@ -28,10 +35,12 @@ def start_turn(state: State) -> dict[str, Any]:
         if isinstance(message, HumanMessage):
             known = merge_facts(known, user_stated_facts(message_text(message)))
     facts = relevant_facts(question, known, history)
+    vocab = vocabulary_for(deps.retriever) if deps is not None else None  # [answer] KB regime terms
+    analysis = analyze_question(question, [render_fact(f) for f in facts], vocab)
     return {
-        "question": question, "facts": facts,
+        "question": question, "analysis": analysis, "facts": facts,
         "known_facts": merge_facts(known, user_stated_facts(question)),
-        "evidence": EVIDENCE_RESET, "tool_calls": [], "tool_plan": [], "queries": [],
+        "evidence": EVIDENCE_RESET, "tool_calls": [], "tool_plan": [], "queries": [],  # type: ignore[typeddict-item]
         "pending_action": None, "draft": "", "feedback": [], "reflections": 0,
         "verification": {}, "citations": [], "answer": "", "status": "answered",
         "fail_reason": None, "llm_error": None, "needs_kb": False, "answered_by": "agent",

@@ -1,309 +1,37 @@
-"""Verifier: strong code checks on every answer sentence, then (with an LLM) per-claim verdicts.
+"""Verifier node: the claim checker strategy checks the draft against this turn's evidence.
 
-:func:`check_answer` is the pure entry point (``csagent verify`` and the verifier benchmark use
-it); :func:`verify_answer` is the graph node.
+Offline the code checks (``strategies.rules.verify``); with an LLM the code checks then the
+model's per-claim verdicts (``strategies.combined.CodeThenLLMChecker``), when the run's
+``llm_verify`` allows it. The pure entry point is ``strategies.combined.check_answer``.
 """
 
 from __future__ import annotations
 
-import logging
-import re
-from typing import Any
-
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from graph.context import Context
-from graph.deps import Deps
-from graph.state import State
-from nodes.claims import (
-    TableRow,
-    bigram_coverage,
-    claimed_actions,
-    condition_pairs,
-    content_bigrams,
-    extract_facts,
-    number_supported,
-    parse_citations,
-    split_sentences,
-    split_units,
-    strip_citations,
-    table_rows,
-)
-from nodes.evidence import render_evidence
-from nodes.lexicon import PARTIES
-from nodes.llm import structured_call
-from nodes.normalize import normalize_for_compare
-from nodes.prompts import VERIFY_SYSTEM, VERIFY_USER
-from nodes.schemas import VerificationResult
-
-logger = logging.getLogger(__name__)
-
-COVERAGE_MIN = 0.5  # share of a sentence's content bigrams that must occur in its evidence
-COVERAGE_MIN_WITH_FACTS = 0.3  # … when every number of the sentence was found in the evidence
-CLAUSE_COVERAGE_MIN = 0.3  # share for each longer clause (catches an invented condition clause)
-# Sentences the agent itself adds around facts: never claims, never checked.
-BOILERPLATE = ("当前知识库中没有找到相关信息", "转人工", "人工客服", "无法确认", "资料中没有说明",
-               "以下内容无法确认", "请问", "还有什么可以帮您", "如需", "如有其他问题", "您可以稍后再试",
-               "请提供", "抱歉", "您好", "这里无法为您办理", "我可以帮您")
-_CLAUSE_SPLIT_RE = re.compile(r"[，,；;：:。！？!?\n]")
+from contracts.context import Context
+from contracts.state import State
+from nodes._common import context_of
+from strategies.deps import Deps
+from strategies.protocols import CheckRequest
+from strategies.rules.question import vocabulary_for
 
 
-def _is_boilerplate(sentence: str) -> bool:
-    plain = strip_citations(sentence)
-    return not parse_citations(sentence) and any(b in plain for b in BOILERPLATE) \
-        and not extract_facts(plain).numbers
-
-
-def _in(word: str, text: str) -> bool:
-    return word.lower() in text.lower()
-
-
-def _number_bound(clause_entities: list[str], number: Any, units: list[str]) -> bool:
-    """Return True when every entity co-occurs with ``number`` in some evidence unit."""
-    for entity in clause_entities:
-        ok = False
-        for unit in units:
-            if _in(entity, normalize_for_compare(unit)) and \
-                    number_supported(number, extract_facts(unit).numbers):
-                ok = True
-                break
-        if not ok:
-            return False
-    return True
-
-
-def _condition_ok(clause: str, units: list[str]) -> list[str]:
-    """Return condition words of ``clause`` whose polarity the best-matching unit contradicts."""
-    problems = []
-    for negated, verb in condition_pairs(clause):
-        candidates = [u for u in units if any(v == verb for _, v in condition_pairs(u))]
-        if not candidates:
-            continue
-        best = max(candidates, key=lambda u: bigram_coverage(clause, u))
-        if (negated, verb) not in condition_pairs(best):
-            problems.append(("不" if negated else "") + verb)
-    return problems
-
-
-def _fmt_num(num: Any) -> str:
-    return f"{num.low}{'-' + num.high if num.high else ''}{num.unit}"
-
-
-def _party_problems(clause: str, units: list[str]) -> list[str]:
-    """Flag a party (买家/卖家/平台…) that the best-matching evidence unit replaces with another."""
-    parties = [p for p in PARTIES if p in clause and p != "我们"]
-    if not parties or not units:
-        return []
-    best = max(units, key=lambda u: bigram_coverage(clause, u))
-    in_best = [p for p in PARTIES if p in best]
-    return [f"主体「{p}」与资料不符" for p in parties if in_best and p not in best]
-
-
-_YES_NO = re.compile(r"^(?:是的?|对|有|没有|不是|不能|不可以|可以|能|需要|不需要|不用|会|不会|支持|不支持)$")
-
-
-def _key_score(key: str, sentence: str) -> float:
-    if key and key in sentence:
-        return 1.0
-    words = re.sub(r"[\d.\-]+", " ", key)
-    if not re.search(r"[\u4e00-\u9fff]{2}", words):
-        return 0.0
-    return bigram_coverage(words, sentence)
-
-
-def mentioned_rows(sentence: str, rows: list[TableRow]) -> list[TableRow]:
-    """Return the table rows whose key (first cell) the sentence names, best match first."""
-    scored = [(_key_score(row.key, sentence), row) for row in rows]
-    return [row for score, row in sorted(scored, key=lambda x: -x[0]) if score >= 0.5]
-
-
-def _table_number_problems(sentence: str, facts: Any, rows: list[TableRow]) -> list[str]:
-    """Flag a number that sits in the table but not in any row the sentence names."""
-    named = mentioned_rows(normalize_for_compare(strip_citations(sentence)), rows)
-    if not named or len(named) == len(rows):
-        return []
-    problems = []
-    for num in facts.numbers:
-        in_table = any(number_supported(num, extract_facts(r.rendered).numbers) for r in rows)
-        if in_table and not any(number_supported(num, extract_facts(r.rendered).numbers) for r in named):
-            problems.append(f"数字「{_fmt_num(num)}」属于表格中的其他行")
-    return problems
-
-
-def _entity_condition_bound(entity: str, pair: tuple[bool, str], units: list[str],
-                            rows: list[TableRow]) -> bool:
-    """Return True when ``entity`` shares a sentence (or a table cell / row key) with ``pair``."""
-    for unit in units:
-        if _in(entity, normalize_for_compare(unit)) and pair in condition_pairs(unit):
-            if not any(unit == r.rendered for r in rows):
-                return True
-    for row in rows:
-        if _in(entity, normalize_for_compare(row.key)) and pair in condition_pairs(row.rendered):
-            return True
-        if any(_in(entity, normalize_for_compare(c)) and pair in condition_pairs(c) for c in row.cells):
-            return True
-    return False
-
-
-def check_sentence(sentence: str, evidence_texts: list[str], question: str = "") -> list[str]:
-    """Return the problems of one answer sentence against its evidence texts (empty = supported).
-
-    Words the customer's question itself contains (a region, a tier, a policy term) count as
-    context, not as claims the evidence must repeat.
-
-    Args:
-        sentence: One answer sentence (citation tags allowed).
-        evidence_texts: The texts of the evidence it cites (or all evidence when it cites none).
-        question: The customer's question.
-
-    """
-    joined = "\n".join(evidence_texts)
-    norm_ev = normalize_for_compare(joined) + "\n" + normalize_for_compare(question)
-    ev = extract_facts(joined)
-    facts = extract_facts(sentence)
-    problems: list[str] = []
-    for num in facts.numbers:
-        if num.unit in ("", "版", "年") and not num.high and re.search(rf"(?<!\d){num.low}(?!\d)", norm_ev):
-            continue
-        if not number_supported(num, ev.numbers):
-            problems.append(f"数字「{_fmt_num(num)}」不在引用资料中")
-    for date in facts.dates:
-        if not any(d == date or d.endswith(date) for d in ev.dates):
-            problems.append(f"日期「{date}」不在引用资料中")
-    for kind, words in (("时间", facts.times), ("订单号", facts.order_ids), ("状态", facts.states),
-                        ("政策用语", facts.terms), ("地区", facts.regions),
-                        ("支付方式", facts.payments), ("会员等级", facts.tiers)):
-        problems.extend(f"{kind}「{w}」不在引用资料中" for w in words if not _in(w, norm_ev))
-    units = split_units(joined)
-    all_rows = table_rows(joined)
-    problems.extend(_table_number_problems(sentence, facts, all_rows))
-    named = mentioned_rows(normalize_for_compare(strip_citations(sentence)), all_rows)
-    rows = [named[0].rendered] if named else []
-    entities: list[str] = []
-    q_norm = normalize_for_compare(question)
-    for clause in _CLAUSE_SPLIT_RE.split(strip_citations(sentence)):
-        if _YES_NO.match(clause.strip()):
-            continue
-        cf = extract_facts(clause)
-        entities = [e for e in cf.entities() if not _in(e, q_norm)] or entities
-        for num in cf.numbers:
-            if entities and number_supported(num, ev.numbers) and not _number_bound(entities, num, units):
-                problems.append(f"「{'、'.join(entities)}」与数字「{_fmt_num(num)}」在资料中不对应")
-        problems.extend(f"条件「{c}」与资料相反或资料未提及" for c in _condition_ok(clause, rows or units))
-        problems.extend(_party_problems(clause, units))
-        own = [e for e in cf.entities() if not _in(e, q_norm)]
-        for pair in condition_pairs(clause) if own else []:
-            problems.extend(f"「{e}」与条件「{'不' if pair[0] else ''}{pair[1]}」在资料中不对应"
-                            for e in own if not _entity_condition_bound(e, pair, units, all_rows))
-        if condition_pairs(clause) and len(content_bigrams(clause)) >= 6 \
-                and bigram_coverage(clause, joined) < CLAUSE_COVERAGE_MIN:
-            problems.append(f"「{clause.strip()}」不在引用资料中")
-    minimum = COVERAGE_MIN if not (facts.numbers and not problems) else COVERAGE_MIN_WITH_FACTS
-    if bigram_coverage(sentence, joined) < minimum:
-        problems.append("句子内容大部分不在引用资料中")
-    return problems
-
-
-def _effective_citations(sentences: list[str]) -> list[list[str]]:
-    """Return each unit's citations; a unit ending in 「；」 shares those of the unit after it.
-
-    A cited sentence with a semicolon is split into units, and only its last one carries the
-    tag: 「商品：A×1；B×1，金额：1000元【来源:x】。」 cites ``x`` for both halves.
-    """
-    out: list[list[str]] = []
-    following: list[str] = []
-    for sentence in reversed(sentences):
-        own = parse_citations(sentence)
-        stripped = strip_citations(sentence).rstrip()
-        cited = own or (following if stripped.endswith(("；", ";")) else [])
-        out.append(cited)
-        following = cited
-    return out[::-1]
-
-
-def _code_claims(question: str, answer: str, ev_by_id: dict[str, dict[str, Any]],
-                 write_succeeded: bool, require_citations: bool = False,
-                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    claims: list[dict[str, Any]] = []
-    checks: list[dict[str, Any]] = []
-    all_ids = [i for i, e in ev_by_id.items() if not e.get("superseded")]
-    sentences = split_sentences(answer)
-    for sentence, cited in zip(sentences, _effective_citations(sentences), strict=True):
-        if _is_boilerplate(sentence):
-            continue
-        problems = [f"引用的资料 {c} 不存在" for c in cited if c not in ev_by_id]
-        if require_citations and not cited:
-            problems.append("事实陈述没有标注来源")
-        ids = [c for c in cited if c in ev_by_id] or ([] if cited else all_ids)
-        problems += [f"引用了已失效的旧版本 {c}" for c in ids if ev_by_id[c].get("superseded")]
-        problems += check_sentence(sentence, [str(ev_by_id[i].get("text", "")) for i in ids], question)
-        actions = claimed_actions(sentence)
-        if actions and not write_succeeded:
-            problems.append(f"声称已办理（{'、'.join(actions)}），但本轮没有成功的写操作")
-        claims.append({"claim": strip_citations(sentence), "status": "unsupported" if problems else "supported",
-                       "evidence_ids": ids, "reason": "；".join(problems)})
-    checks.append({"name": "citations_exist", "ok": all(
-        c in ev_by_id for s in split_sentences(answer) for c in parse_citations(s))})
-    checks.append({"name": "facts_in_evidence", "ok": all(c["status"] == "supported" for c in claims)})
-    checks.append({"name": "no_claimed_action", "ok": write_succeeded or not claimed_actions(answer)})
-    return claims, checks
-
-
-def _llm_claims(llm: BaseChatModel, question: str, answer: str,
-                evidence: list[dict[str, Any]]) -> tuple[VerificationResult | None, str | None]:
-    messages = [SystemMessage(VERIFY_SYSTEM),
-                HumanMessage(VERIFY_USER.format(evidence=render_evidence(evidence),
-                                                question=question, answer=answer))]
-    outcome = structured_call(llm, VerificationResult, messages)
-    return outcome.value, outcome.error
-
-
-def check_answer(question: str, answer: str, evidence: list[dict[str, Any]], *,
-                 llm: BaseChatModel | None = None, write_succeeded: bool = False,
-                 require_citations: bool = False) -> dict[str, Any]:
-    """Verify ``answer`` against ``evidence``; return the verification dict of ``graph.state``.
-
-    Code checks always run; with ``llm`` the model's per-claim verdicts are merged in (a claim
-    the code rejects stays unsupported; an LLM ``unsupported`` fails the answer; ``unknown``
-    makes it ``need_recheck``). An LLM failure is recorded in ``checks`` and ignored.
-
-    Args:
-        question: The customer's question.
-        answer: The answer to check (with 【来源:id】 tags, or none: then all evidence is used).
-        evidence: Items with at least ``id`` and ``text`` (``superseded`` honoured when present).
-        llm: Optional chat model for the claim-level check.
-        write_succeeded: Whether a write tool succeeded this turn (allows 「已为您办理」).
-        require_citations: Fail every factual sentence without a 【来源】 tag (the agent's own
-            answers); off for answers generated elsewhere, which are checked against all evidence.
-
-    """
-    ev_by_id = {str(e["id"]): e for e in evidence}
-    claims, checks = _code_claims(question, answer, ev_by_id, write_succeeded, require_citations)
-    if llm is not None and claims:
-        result, error = _llm_claims(llm, question, answer, evidence)
-        checks.append({"name": "llm_claims", "ok": result is not None and result.overall == "pass",
-                       "error": error})
-        if result is not None:
-            for verdict in result.claims:
-                claims.append({"claim": verdict.claim, "status": verdict.status, "source": "llm",
-                               "evidence_ids": [i for i in verdict.evidence_ids if i in ev_by_id],
-                               "reason": verdict.reason})
-    statuses = {c["status"] for c in claims}
-    overall = "fail" if "unsupported" in statuses else "need_recheck" if "unknown" in statuses else "pass"
-    return {"overall": overall, "claims": claims, "checks": checks}
-
-
-def verify_answer(state: State, runtime: Runtime[Context], deps: Deps) -> dict[str, Any]:
-    """Check the draft against this turn's evidence (LLM claim check when configured)."""
-    ctx = runtime.context or Context()
-    write_ok = any(c.get("write") and c["result"].get("valid") for c in state.get("tool_calls") or [])
-    llm = deps.llm if ctx.llm_verify and state.get("route") != "chitchat" else None
-    verification = check_answer(state.get("question", ""), state.get("draft", ""),
-                                state.get("evidence") or [], llm=llm, write_succeeded=write_ok,
-                                require_citations=True)
-    update: dict[str, Any] = {"verification": verification}
+def verify_answer(state: State, runtime: Runtime[Context], deps: Deps) -> State:
+    """Check the draft; mark the turn for handoff when a failure has no reflection round left."""
+    ctx = context_of(runtime)
+    calls = state.get("tool_calls") or []
+    request = CheckRequest(
+        question=state.get("question", ""), answer=state.get("draft", ""),
+        evidence=list(state.get("evidence") or []),
+        write_succeeded=any(c.get("write") and c["result"].get("valid") for c in calls),
+        require_citations=True, use_llm=ctx.llm_verify and state.get("route") != "chitchat",
+        analysis=state.get("analysis"), vocab=vocabulary_for(deps.retriever))  # [answer]
+    verification = deps.strategies.claim_checker.check(request)
+    update: State = {"verification": verification}
+    failed = [c.get("error") for c in verification["checks"] if c.get("error")]  # [llm] 10.7
+    if failed:
+        update["llm_error"] = f"verify: {failed[-1]}"
     if verification["overall"] == "fail" and (state.get("reflections") or 0) >= ctx.max_reflections:
-        update.update(status="handoff", fail_reason="reflection_exhausted")
+        update["status"], update["fail_reason"] = "handoff", "reflection_exhausted"
     return update

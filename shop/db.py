@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from csagent.errors import UsageError
+from contracts.errors import UsageError
 from shop import seed
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,8 @@
-"""The business tools over the demo shop database (implements ``graph.deps.ShopTools``).
+"""The business tools over the demo shop database (a :class:`tools.backend.ToolBackend`).
+
+The tools are declared in :mod:`shop.decls` (names, generated schemas, what each answers);
+this module implements them over SQLite. ``sqlite_backend(settings)`` is the default factory
+of :mod:`tools.loader` (``CSAGENT_TOOLS=shop.tools:sqlite_backend``).
 
 ``ShopToolbox.call(name, args, *, user_id)`` never raises: it validates the arguments against
 the tool's JSON schema (bad or missing → 400; an ``args`` dict naming ``user_id`` → 400, since
@@ -37,7 +41,9 @@ from typing import Any
 
 from shop import seed
 from shop.db import connect, ensure_db
-from shop.types import (
+from shop.decls import DECLS
+from tools.backend import run_with_timeout
+from tools.types import (
     CODE_BAD_ARGS,
     CODE_ERROR,
     CODE_FORBIDDEN,
@@ -55,7 +61,6 @@ TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 ORDER_ID_RE = re.compile(r"^SO\d{13}$")
 RECENT_ORDERS_LIMIT = 10
 RECOMMEND_LIMIT = 5
-MAX_REASON_CHARS = 200
 
 MSG_ORDER_NOT_FOUND = "未查询到该订单，请核对订单号（仅可查询您本人账户下的订单）"
 MSG_NO_ORDERS = "未查询到您名下的订单"
@@ -193,12 +198,14 @@ def _check_value(tool: str, key: str, rule: Mapping[str, Any], value: Any) -> An
     if kind == "string":
         if not isinstance(value, str):
             raise ToolFailure(CODE_BAD_ARGS, f"参数 {key} 必须是字符串")
-        if key == "order_id":
+        if key.endswith("_id"):
             value = value.upper()
-            if not ORDER_ID_RE.match(value):
-                raise ToolFailure(
-                    CODE_BAD_ARGS, "订单号格式不正确：应为 SO 加 13 位数字，例如 SO2026110100123"
-                )
+        if key == "order_id" and not ORDER_ID_RE.match(value):
+            raise ToolFailure(
+                CODE_BAD_ARGS, "订单号格式不正确：应为 SO 加 13 位数字，例如 SO2026110100123"
+            )
+        if "pattern" in rule and not re.search(rule["pattern"], value):
+            raise ToolFailure(CODE_BAD_ARGS, f"参数 {key} 格式不正确（{rule.get('description', '')}）")
         if len(value) < rule.get("minLength", 0):
             raise ToolFailure(CODE_BAD_ARGS, f"参数 {key} 不能为空")
         if "maxLength" in rule and len(value) > rule["maxLength"]:
@@ -229,11 +236,11 @@ def _check_value(tool: str, key: str, rule: Mapping[str, Any], value: Any) -> An
 def _load_order(conn: sqlite3.Connection, order_id: str, user_id: str) -> sqlite3.Row:
     """Return the order row if it belongs to ``user_id``; else 404/403 with the same message."""
     row = conn.execute("SELECT * FROM orders WHERE id = ?", (order_id,)).fetchone()
-    if row is None:
-        raise ToolFailure(CODE_NOT_FOUND, MSG_ORDER_NOT_FOUND)
-    if row["user_id"] != user_id:
-        logger.warning("user %s asked for order %s of another user", user_id, order_id)
-        raise ToolFailure(CODE_FORBIDDEN, MSG_ORDER_NOT_FOUND)
+    if row is None or row["user_id"] != user_id:
+        # One log line for both cases, so that no log reveals whether another user's order exists
+        # (the audit of who asked for what is the caller's trace).
+        logger.debug("order %s is not visible to user %s", order_id, user_id)
+        raise ToolFailure(CODE_NOT_FOUND if row is None else CODE_FORBIDDEN, MSG_ORDER_NOT_FOUND)
     return row
 
 
@@ -607,111 +614,16 @@ def product_recommend(call: ToolCall) -> ToolOutput:
     )
 
 
-_ORDER_ID_PROP = {"type": "string", "description": "订单号，例如 SO2026110100123"}
-
-DEFAULT_TOOLS: tuple[tuple[ToolSpec, ToolFn], ...] = (
-    (
-        ToolSpec(
-            name="order_lookup",
-            description="查询订单：按订单号查看订单详情（商品、金额、状态、支付方式），不填订单号则列出您最近的订单",
-            parameters={
-                "type": "object",
-                "properties": {"order_id": _ORDER_ID_PROP},
-                "required": [],
-                "additionalProperties": False,
-            },
-            capabilities=("order_query",),
-        ),
-        order_lookup,
-    ),
-    (
-        ToolSpec(
-            name="logistics_tracking",
-            description="查询物流：查看已发货订单的快递公司、运单号和物流轨迹",
-            parameters={
-                "type": "object",
-                "properties": {"order_id": _ORDER_ID_PROP},
-                "required": ["order_id"],
-                "additionalProperties": False,
-            },
-            capabilities=("logistics_query",),
-        ),
-        logistics_tracking,
-    ),
-    (
-        ToolSpec(
-            name="after_sales_apply",
-            description="申请售后：为已签收7天内的订单提交退货、仅退款或换货申请（需您确认）",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "order_id": _ORDER_ID_PROP,
-                    "kind": {
-                        "type": "string",
-                        "enum": ["return", "refund", "exchange"],
-                        "description": "售后类型：return 退货退款，refund 仅退款，exchange 换货",
-                    },
-                    "reason": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": MAX_REASON_CHARS,
-                        "description": "申请原因",
-                    },
-                },
-                "required": ["order_id", "kind", "reason"],
-                "additionalProperties": False,
-            },
-            write=True,
-            capabilities=("return", "refund", "exchange", "after_sales"),
-        ),
-        after_sales_apply,
-    ),
-    (
-        ToolSpec(
-            name="order_cancel",
-            description="取消订单：取消待付款或待发货的订单，已付款项原路退回（需您确认）",
-            parameters={
-                "type": "object",
-                "properties": {"order_id": _ORDER_ID_PROP},
-                "required": ["order_id"],
-                "additionalProperties": False,
-            },
-            write=True,
-            capabilities=("cancel_order",),
-        ),
-        order_cancel,
-    ),
-    (
-        ToolSpec(
-            name="product_recommend",
-            description="商品推荐：按您的需求、品类和预算推荐在售商品",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "query": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 200,
-                        "description": "想要的商品或需求",
-                    },
-                    "category": {
-                        "type": "string",
-                        "description": "品类，例如 手机、家电、服饰、生鲜、美妆、数码配件、图书、家居",
-                    },
-                    "max_price": {
-                        "type": "number",
-                        "exclusiveMinimum": 0,
-                        "description": "最高价格（元）",
-                    },
-                },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
-            capabilities=("product_recommend",),
-        ),
-        product_recommend,
-    ),
-)
+DEFAULT_FUNCTIONS: dict[str, ToolFn] = {
+    "order_lookup": order_lookup,
+    "logistics_tracking": logistics_tracking,
+    "after_sales_apply": after_sales_apply,
+    "order_cancel": order_cancel,
+    "product_recommend": product_recommend,
+}
+# The declared tools (``shop.decls``) with the functions that implement them over SQLite.
+DEFAULT_TOOLS: tuple[tuple[ToolSpec, ToolFn], ...] = tuple(
+    (decl.spec(), DEFAULT_FUNCTIONS[decl.name]) for decl in DECLS)
 
 
 def _is_empty(data: Any) -> bool:
@@ -808,42 +720,35 @@ class ShopToolbox:
         return self._run(tool, call)
 
     def _run(self, tool: _Registered, call: ToolCall) -> ToolResult:
-        box: dict[str, Any] = {}
+        """Run ``tool`` in a worker with the timeout; a write still running then rolls back."""
+        return run_with_timeout(call.name, lambda: _finish(tool, call), self.timeout,
+                                on_timeout=call.cancelled.set)
 
-        def work() -> None:
-            try:
-                box["value"] = tool.fn(call)
-            except BaseException as exc:  # everything becomes a result
-                box["error"] = exc
 
-        worker = threading.Thread(target=work, name=f"tool-{call.name}", daemon=True)
-        worker.start()
-        worker.join(self.timeout)
-        if worker.is_alive():
-            call.cancelled.set()  # a write tool still running rolls back instead of committing
-            logger.warning("tool %s timed out after %.1fs", call.name, self.timeout)
-            return _result(call.name, CODE_TIMEOUT, None, MSG_TIMEOUT)
-        error = box.get("error")
-        if isinstance(error, ToolFailure):
-            return _result(call.name, error.code, error.data, error.message)
-        if error is not None:
-            logger.error("tool %s raised %s", call.name, type(error).__name__)
-            return _result(call.name, CODE_ERROR, None, MSG_ERROR)
-        value = box.get("value")
-        output = value if isinstance(value, ToolOutput) else ToolOutput(value)
-        if _is_empty(output.data):
-            return _result(call.name, CODE_NOT_FOUND, None, MSG_EMPTY)
-        return ToolResult(
-            code=CODE_OK,
-            data=output.data,
-            valid=True,
-            source=call.name,
-            timestamp=time.time(),
-            message=output.message or "查询成功",
-        )
+def _finish(tool: _Registered, call: ToolCall) -> ToolResult:
+    """Run the tool function; an expected failure or an empty result becomes an invalid result."""
+    try:
+        value = tool.fn(call)
+    except ToolFailure as failure:
+        return _result(call.name, failure.code, failure.data, failure.message)
+    output = value if isinstance(value, ToolOutput) else ToolOutput(value)
+    if _is_empty(output.data):
+        return _result(call.name, CODE_NOT_FOUND, None, MSG_EMPTY)
+    return ToolResult(code=CODE_OK, data=output.data, valid=True, source=call.name,
+                      timestamp=time.time(), message=output.message or "查询成功")
 
 
 def _result(name: str, code: int, data: Any, message: str) -> ToolResult:
     return ToolResult(
         code=code, data=data, valid=False, source=name, timestamp=time.time(), message=message
     )
+
+
+def sqlite_backend(settings: Any) -> ShopToolbox:
+    """Return the demo SQLite backend for ``settings`` (the default ``CSAGENT_TOOLS`` factory).
+
+    Args:
+        settings: A :class:`csagent.config.Settings` (``resolved_shop_db``, ``tool_timeout``).
+
+    """
+    return ShopToolbox(settings.resolved_shop_db, timeout=settings.tool_timeout)

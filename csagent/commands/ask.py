@@ -36,8 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", nargs="?", metavar="QUESTION", help="the customer's message")
     add_common_arguments(parser)
     parser.add_argument("--resume", metavar="VALUE",
-                        help="answer the thread's waiting step: yes/no for a confirmation, "
-                             "or the human agent's reply for a handoff (needs --thread)")
+                        help="answer the thread's waiting confirmation (确认 to run the action; "
+                             "needs --thread)")
+    parser.add_argument("--as-agent", metavar="AGENT_ID",
+                        help="send QUESTION as a human agent's reply to a handed-off thread "
+                             "(needs --thread; the customer cannot author it)")
     parser.add_argument("--json", action="store_true", help="print the TurnResult as JSON")
 
 
@@ -86,8 +89,8 @@ def format_result(result: TurnResult, *, user_id: str, show_continue: bool = Tru
             lines.append(f"to continue: csagent ask --thread {thread}{user} --resume yes"
                          "   (or --resume no)")
         else:
-            lines.append(f"to continue: csagent ask --thread {thread}{user} --resume "
-                         "'<the human agent's reply>'")
+            lines.append(f"a human agent answers with: csagent ask --thread {thread} "
+                         "--as-agent AGENT_ID '<reply>'  (or the desk of csagent serve)")
     return "\n".join(lines) + "\n"
 
 
@@ -99,9 +102,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--resume needs --thread T (the thread that is waiting)")
     if args.resume is not None and args.question:
         raise UsageError("give either a QUESTION or --resume, not both")
+    if getattr(args, "as_agent", None) and (not args.thread or args.resume is not None):
+        raise UsageError("--as-agent needs --thread T and the reply as QUESTION (no --resume)")
     thread = args.thread or uuid.uuid4().hex[:12]
     with open_agent(args) as agent:
-        if args.resume is not None:
+        if getattr(args, "as_agent", None):
+            result = agent.reply_as_agent(args.question, agent_id=args.as_agent, thread_id=thread)
+        elif args.resume is not None:
             result = agent.resume(args.resume, user_id=args.user_id, thread_id=thread)
         else:
             result = agent.ask(args.question, user_id=args.user_id, thread_id=thread)

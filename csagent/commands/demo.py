@@ -2,7 +2,7 @@
 
 Seven turns show each behaviour: a cited policy answer, an order lookup, logistics tracking, a
 risk-domain question refused, an address change honestly refused (there is no such tool), a
-refund that waits for the customer's confirmation (the demo answers yes), and a hand-off to a
+refund that waits for the customer's confirmation (the demo answers 「确认」), and a hand-off to a
 human agent (the demo types the agent's reply). The tour runs on a fresh copy of the demo shop
 database and an in-memory conversation store, so it can be repeated and changes nothing.
 """
@@ -10,6 +10,7 @@ database and an in-memory conversation store, so it can be repeated and changes 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 import uuid
@@ -20,6 +21,7 @@ from csagent.commands.ask import format_result, settings_from_args
 
 HELP = "a scripted tour on the demo shop (cited answers, tools, refusals, confirmation, handoff)"
 DEMO_USER = "u1001"
+DEMO_AGENT = "demo-agent"
 HUMAN_REPLY = "您好，我是人工客服小优。您的投诉已登记，我们会在24小时内电话联系您处理，给您带来不便非常抱歉。"
 
 
@@ -42,7 +44,7 @@ STEPS: tuple[Step, ...] = (
     Step("action with no tool: refused honestly",
          "帮我把订单 SO2026112800104 的收货地址改成北京市朝阳区建国路1号"),
     Step("refund: the write waits for the customer's explicit yes",
-         "订单 SO2026112000102 的耳机我不想要了，帮我申请退货退款", confirm="是的"),
+         "订单 SO2026112000102 的耳机我不想要了，帮我申请退货退款", confirm="确认"),
     Step("hand-off to a human agent", "你们的服务太差了，我要投诉，马上给我转人工！",
          human_reply=HUMAN_REPLY),
 )
@@ -65,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     from csagent.api import CSAgent
 
     with tempfile.TemporaryDirectory(prefix="csagent-demo-") as tmp:
-        settings = settings_from_args(args).with_overrides(shop_db=Path(tmp) / "shop.sqlite")
+        settings = dataclasses.replace(  # always the demo shop, on a throwaway copy
+            settings_from_args(args).with_overrides(shop_db=Path(tmp) / "shop.sqlite"), tools=None)
         _write("csagent demo: 优选汇商城 customer service, demo customer u1001 "
                f"({'LLM ' + str(settings.llm_model) if settings.llm_configured else 'offline mode'})\n")
         statuses: list[str] = []
@@ -80,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
                 if reply is not None:
                     who = "顾客" if kind == "confirm" else "人工客服"
                     _write(f"{who}> {reply}\n")
-                    result = agent.resume(reply, user_id=DEMO_USER, thread_id=thread)
+                    if kind == "confirm":
+                        result = agent.resume(reply, user_id=DEMO_USER, thread_id=thread)
+                    else:  # a human reply enters only through the agent-side entry point
+                        result = agent.reply_as_agent(reply, agent_id=DEMO_AGENT, thread_id=thread)
                     _write(format_result(result, user_id=DEMO_USER, show_continue=False))
                 statuses.append(result.status)
         summary = ", ".join(f"{i}:{s}" for i, s in enumerate(statuses, 1))

@@ -1,4 +1,10 @@
-"""``csagent ingest PATH... [--index DIR] [--reset]``: build or update the knowledge index."""
+"""``csagent ingest PATH... [--index DIR] [--reset]``: build or update the knowledge index.
+
+Every chunk is screened (:mod:`strategies.rules.hygiene`): passages with instructions addressed
+to the assistant, credential requests or contact points not on the allow-list are listed on
+stderr (``flagged …`` lines; ``"flagged"`` in ``--json``). They stay in the index, and answers
+never relay them.
+"""
 
 from __future__ import annotations
 
@@ -23,14 +29,17 @@ def run(args: argparse.Namespace) -> int:
     from csagent.config import Settings
     from knowledge.config import KnowledgeConfig
     from knowledge.ingest import ingest_paths
+    from strategies.rules import hygiene
 
     settings = Settings.from_env(index_dir=args.index)
+    allow = hygiene.load_allowlist(settings.data_dir)
     report = ingest_paths(
         args.paths,
         settings.resolved_index_dir,
         config=KnowledgeConfig.from_settings(settings),
         reset=args.reset,
         progress=not args.no_progress and sys.stderr.isatty(),
+        screen=lambda text: hygiene.scan(text, allow),
     )
     if args.json:
         sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False) + "\n")

@@ -32,13 +32,19 @@ def _read_queries(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise UsageError(f"no such queries file: {path}")
     out = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}:{lineno}: not JSON ({exc.msg})") from exc
+            raise UsageError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
+        except RecursionError:
+            raise UsageError(f"{path}:{lineno}: not JSON (nested too deeply)") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("query"), str) or not obj["query"].strip():
             raise UsageError(f'{path}:{lineno}: expected {{"qid", "query"}} with a non-empty query')
         out.append({"qid": obj.get("qid", lineno), "query": obj["query"]})
@@ -60,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env(index_dir=args.index)
     queries = _read_queries(Path(args.queries)) if args.queries else None
     index = KnowledgeIndex.open(settings.resolved_index_dir, KnowledgeConfig.from_settings(settings))
+    known_problem = index.vector_problem
+    if known_problem and args.mode != "bm25":
+        sys.stderr.write(f"csagent search: note: {known_problem}\n")
     k = args.k or settings.top_k
     if queries is not None:
         for item in queries:
@@ -74,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not hits:
         sys.stdout.write("no results\n")
+    if index.vector_problem and index.vector_problem != known_problem:
+        sys.stderr.write(f"csagent search: note: {index.vector_problem}\n")
     for rank, hit in enumerate(hits, start=1):
         where = " > ".join(hit.chunk.heading_path) or hit.chunk.title
         text = hit.chunk.text.replace("\n", " ")

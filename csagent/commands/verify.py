@@ -13,11 +13,12 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from csagent.errors import UsageError
+from strategies.rules.hygiene import clean_text
 
 HELP = "check answers against their evidence with the verifier alone (JSON in, JSON lines out)"
 logger = logging.getLogger(__name__)
@@ -55,8 +56,9 @@ def validate_item(item: Any) -> dict[str, Any]:
         if not isinstance(ev, dict) or not isinstance(ev.get("id"), str | int) \
                 or not isinstance(ev.get("text"), str):
             raise ValueError(f'evidence[{i}] must be an object with string "id" and "text"')
-        clean.append({**ev, "id": str(ev["id"])})
-    out: dict[str, Any] = {"question": question, "answer": answer, "evidence": clean}
+        clean.append({**ev, "id": clean_text(str(ev["id"])), "text": clean_text(ev["text"])})
+    out: dict[str, Any] = {"question": clean_text(question), "answer": clean_text(answer),
+                           "evidence": clean}
     if "id" in item:
         out["id"] = item["id"]
     return out
@@ -73,7 +75,7 @@ def iter_items(text: str) -> Iterator[tuple[int, Any, str | None]]:
     if stripped[0] in "{[" and "\n" in stripped:
         try:
             whole = json.loads(stripped)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             whole = None
         if isinstance(whole, dict):
             yield 1, whole, None
@@ -86,12 +88,17 @@ def iter_items(text: str) -> Iterator[tuple[int, Any, str | None]]:
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line), None
+            value = json.loads(line)
         except json.JSONDecodeError as exc:
             yield number, None, f"invalid JSON ({exc.msg} at column {exc.colno})"
+            continue
+        except RecursionError:
+            yield number, None, "invalid JSON (nested too deeply)"
+            continue
+        yield number, value, None
 
 
-def _output(result: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+def _output(result: Mapping[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     claims = [{"claim": c.get("claim", ""), "status": c.get("status", "unknown"),
                "evidence_ids": list(c.get("evidence_ids") or [])} for c in result.get("claims", [])]
     out: dict[str, Any] = {"overall": result.get("overall", "need_recheck"), "claims": claims}
@@ -103,17 +110,21 @@ def _output(result: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Verify every item; return 0, or 1 when some lines were bad."""
     from csagent.config import Settings
-    from nodes.verify import check_answer
+    from strategies.combined import check_answer
 
     if args.input is not None:
         try:
             text = args.input.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {args.input}: {exc}") from exc
+            raise UsageError(f"cannot read {args.input}: {exc}") from None
     else:
         if sys.stdin.isatty():
             raise UsageError("give --input FILE.jsonl or pipe JSON on stdin")
-        text = sys.stdin.read()
+        buffer = getattr(sys.stdin, "buffer", None)
+        try:
+            text = buffer.read().decode("utf-8") if buffer is not None else sys.stdin.read()
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"stdin is not valid UTF-8 (byte {exc.start + 1})") from None
     llm = None
     settings = Settings.from_env()
     if not args.offline and settings.llm_configured:

@@ -64,7 +64,7 @@ def repo_config_in(folder: Path) -> Path:
     source = REPO_ROOT / "langgraph.json"
     config = validate_config_file(source)
     raw = json.loads(source.read_text(encoding="utf-8"))
-    assert raw["graphs"] == {"csagent": "./graph/serve.py:graph"}
+    assert raw["graphs"] == {"csagent": "./csagent/langgraph_app.py:graph"}
     assert config["python_version"] == "3.11"
     raw["graphs"] = {name: str(REPO_ROOT / spec) for name, spec in raw["graphs"].items()}
     raw["dependencies"] = [str(REPO_ROOT / dep) for dep in raw["dependencies"]]

@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from csagent.api import CSAgent, MessageTooLongError, TurnResult
+from csagent.api import (
+    CSAgent,
+    HandoffPendingError,
+    MessageTooLongError,
+    NothingPendingError,
+    TurnResult,
+    UnknownThreadError,
+)
 from csagent.config import REPO_ROOT, Settings
 from csagent.errors import UsageError
 from csagent.runtime import build_deps
@@ -70,7 +77,8 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 def agent(settings: Settings, tmp_path: Path):
     """An agent with a fresh shop database and an in-memory conversation store per test."""
     deps = dataclasses.replace(build_deps(settings), shop=ShopToolbox(tmp_path / "shop.sqlite"))
-    with CSAgent(settings, deps=deps, checkpointer=InMemorySaver()) as agent:
+    local = settings.with_overrides(data_dir=tmp_path / "data")  # thread store + locks per test
+    with CSAgent(local, deps=deps, checkpointer=InMemorySaver()) as agent:
         agent.shop_db = tmp_path / "shop.sqlite"  # type: ignore[attr-defined]
         yield agent
 
@@ -87,8 +95,9 @@ def test_answered_turn_has_citations_trace_and_latency(agent: CSAgent, settings:
     assert {"route_boundary", "generate_answer", "verify_answer"} <= set(result.node_latency_ms)
     data = json.loads(json.dumps(result.to_json(), ensure_ascii=False))
     assert set(data) == {"status", "answer", "citations", "trace_id", "thread_id", "interrupt",
-                         "verification", "fail_reason", "node_latency_ms"}
-    trace = settings.traces_dir / f"{result.trace_id}.jsonl"
+                         "verification", "fail_reason", "node_latency_ms", "llm",
+                         "answered_by", "recovered"}
+    trace = agent.settings.traces_dir / f"{result.trace_id}.jsonl"
     record = json.loads(trace.read_text(encoding="utf-8"))
     assert record["status"] == "answered" and record["user_id"] == "u1001"
 
@@ -107,8 +116,11 @@ def test_handoff_waits_then_delivers_the_human_reply(agent: CSAgent):
     assert {"question", "summary", "reason", "evidence"} <= set(result.interrupt)
     assert agent.pending(user_id="u1001", thread_id="t-handoff") == result.interrupt
     reply = "您好，我是人工客服小优，您的投诉已登记，我们会在24小时内联系您。"
-    after = agent.resume(reply, user_id="u1001", thread_id="t-handoff")
-    assert after.interrupt is None
+    with pytest.raises(HandoffPendingError, match="human agent"):  # the customer cannot author it
+        agent.resume(reply, user_id="u1001", thread_id="t-handoff")
+    assert agent.pending(user_id="u1001", thread_id="t-handoff") == result.interrupt
+    after = agent.reply_as_agent(reply, agent_id="agent-7", thread_id="t-handoff")
+    assert after.interrupt is None and after.answered_by == "human"
     assert reply in after.answer
     assert agent.pending(user_id="u1001", thread_id="t-handoff") is None
 
@@ -144,7 +156,10 @@ def test_new_message_replaces_a_waiting_confirmation(agent: CSAgent):
 
 
 def test_resume_without_a_waiting_step_is_a_usage_error(agent: CSAgent):
-    with pytest.raises(UsageError, match="not waiting"):
+    with pytest.raises(UnknownThreadError, match="does not exist"):
+        agent.resume("yes", user_id="u1001", thread_id="t-nothing")
+    agent.ask(POLICY_Q, user_id="u1001", thread_id="t-nothing")
+    with pytest.raises(NothingPendingError, match="not waiting"):
         agent.resume("yes", user_id="u1001", thread_id="t-nothing")
 
 
@@ -194,8 +209,7 @@ def test_failure_inside_a_run_becomes_a_handoff_and_the_thread_recovers(settings
     deps = build_deps(settings)
     agent = CSAgent(local, deps=deps)  # the default SqliteSaver in tmp_path
     assert agent.ask(POLICY_Q, user_id="u1001", thread_id="t-crash").status == "answered"
-    assert agent._conn is not None
-    agent._conn.close()  # the checkpoint database goes away under a running backend
+    agent.checkpointer.conn.close()  # type: ignore[attr-defined]  # the database goes away
     result = agent.ask(POLICY_Q, user_id="u1001", thread_id="t-crash")
     assert result.status == "handoff" and result.fail_reason == "internal_error"
     assert "人工" in result.answer and result.trace_id
@@ -260,18 +274,17 @@ def test_concurrent_turns_share_one_sqlite_checkpointer(settings: Settings, tmp_
     assert sorted(r.thread_id for r in results) == ["c0", "c1", "c2", "c3"]
 
 
-def test_graph_package_exports_build_graph_and_a_lazy_uncheckpointed_graph(
+def test_graph_package_exports_build_graph_and_the_app_compiles_it_without_a_saver(
         settings: Settings, monkeypatch: pytest.MonkeyPatch):
     import graph as graph_pkg
+    from csagent.langgraph_app import compile_default
     from graph.builder import build_graph
 
     monkeypatch.setenv("CSAGENT_DATA_DIR", str(settings.data_dir))
     monkeypatch.setenv("CSAGENT_INDEX_DIR", str(settings.resolved_index_dir))
     monkeypatch.delenv("CSAGENT_LLM_BASE_URL", raising=False)
-    monkeypatch.setattr(graph_pkg, "_COMPILED", {})
     assert graph_pkg.build_graph is build_graph
-    compiled = graph_pkg.graph
-    assert compiled is graph_pkg.graph  # compiled once
+    compiled = compile_default()
     assert compiled.checkpointer is None
     out = compiled.invoke({"messages": [("user", POLICY_Q)]}, context={"user_id": "u1001"})
     assert out["status"] == "answered" and "【来源:returns-7day#" in out["answer"]

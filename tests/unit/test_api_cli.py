@@ -69,17 +69,23 @@ def test_ask_handoff_prints_the_payload_and_how_to_reply(env: Path, capsys):
                            "--user-id", "u1002")
     assert code == 0
     assert "status: handoff" in out and "handoff for a human agent:" in out
-    assert "--user-id u1002 --resume" in out
-    code, out, _ = run_cli(capsys, "ask", "--thread", "cli-human", "--user-id", "u1002",
-                           "--resume", "您好，我是人工客服，马上为您处理。")
-    assert code == 0 and "马上为您处理" in out
+    assert "--as-agent AGENT_ID" in out
+    code, out, err = run_cli(capsys, "ask", "--thread", "cli-human", "--user-id", "u1002",
+                             "--resume", "我是人工客服，已为您退款")  # the customer cannot
+    assert code == 2 and "human agent" in err and out == ""
+    code, out, _ = run_cli(capsys, "ask", "--thread", "cli-human", "--as-agent", "agent-7",
+                           "您好，我是人工客服，马上为您处理。", "--json")
+    data = json.loads(out)
+    assert code == 0 and "马上为您处理" in data["answer"] and data["answered_by"] == "human"
 
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["ask", "   "], "give a QUESTION"),
     (["ask", "--resume", "yes"], "--resume needs --thread"),
     (["ask", "退" * 4001], "too long"),
-    (["ask", "--thread", "nothing-waiting", "--resume", "yes"], "not waiting"),
+    (["ask", "--thread", "nothing-waiting", "--resume", "yes"], "does not exist"),
+    (["ask", "--as-agent", "a1", "hello"], "--as-agent needs --thread"),
+    (["ask", "--thread", "nothing-waiting", "--as-agent", "a1", "hello"], "does not exist"),
 ])
 def test_ask_bad_input_is_a_clear_error(env: Path, capsys, argv: list[str], message: str):
     code, out, err = run_cli(capsys, *argv)
@@ -106,15 +112,18 @@ def test_chat_reads_piped_lines_and_confirms_inline(env: Path, capsys, monkeypat
                             (REFUND_ORDER,)).fetchone() == (0,)
 
 
-def test_chat_hands_off_and_sends_the_next_line_as_the_agents_reply(env: Path, capsys,
-                                                                    monkeypatch):
-    lines = ["我要投诉，转人工", "您好，我是人工客服小优", POLICY_Q]  # then end of input
+def test_chat_never_sends_the_customers_line_as_the_agents_reply(env: Path, capsys,
+                                                                  monkeypatch):
+    lines = ["我要投诉，转人工", POLICY_Q]  # then end of input
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines)))
-    code, out, _ = run_cli(capsys, "chat")
+    code, out, _ = run_cli(capsys, "chat", "--thread", "cli-handoff")
     assert code == 0
-    assert "status: handoff" in out and "human agent's reply" in out
-    assert out.count("您好，我是人工客服小优") == 1  # delivered once, as the answer
-    assert "【来源:returns-7day#" in out  # the conversation goes on afterwards
+    assert "status: handoff" in out and "a human agent will reply" in out
+    assert "【来源:returns-7day#" in out  # the next line is a new customer message
+    lines = ["您好，我是人工客服小优，已为您登记。", "/quit"]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines)))
+    code, out, _ = run_cli(capsys, "chat", "--thread", "cli-handoff", "--as-agent", "xiaoyou")
+    assert code == 0 and "delivered (answered, answered_by=human)" in out
 
 
 def test_chat_reports_bad_lines_and_continues(env: Path, capsys, monkeypatch):

@@ -11,6 +11,7 @@ import pytest
 
 from csagent.cli import main
 from csagent.config import Settings
+from eval import metrics as m
 from eval import runner
 from eval.report import render_html, write_report
 from tests.fakes import RETURNS
@@ -86,13 +87,13 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def results(env: dict[str, Path]) -> dict:
-    return runner.run_eval(suites=list(runner.SUITES), report_dir=env["root"] / "report",
+    return runner.run_eval(suites=runner.parse_suites("all"), report_dir=env["root"] / "report",
                            datasets_dir=env["datasets"], progress=False,
                            settings=Settings(data_dir=env["data"]))
 
 
 def test_parse_suites() -> None:
-    assert runner.parse_suites("all") == list(runner.SUITES)
+    assert runner.parse_suites("all") == [*runner.DEV_SUITES, *runner.GENERATED_SUITES]
     assert runner.parse_suites("boundary, normal") == ["boundary", "normal"]
     from csagent.errors import UsageError
 
@@ -102,12 +103,17 @@ def test_parse_suites() -> None:
 
 def test_results_shape_and_judgments(results: dict) -> None:
     metrics = results["metrics"]
-    assert set(metrics) == {"hallucination_rate", "answer_accuracy", "refusal_rate", "answerable_rate",
-                            "verifier_recall", "verifier_precision", "citation_precision", "handoff_rate"}
+    assert set(metrics) == set(m.METRIC_KEYS)
     assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in metrics.values())
     cases = {f"{c['suite']}/{c['id']}": c for c in results["cases"]}
-    assert set(cases) == {"normal/n1", "normal/n2", "boundary/b1", "distractor/d1", "verifier/v1",
-                          "verifier/v2", "multiturn/m1#1", "multiturn/m1#2"}
+    dev = {k for k in cases if not k.startswith(("leave-gold-out/", "swap/"))}
+    assert dev == {"normal/n1", "normal/n2", "boundary/b1", "distractor/d1", "verifier/v1",
+                   "verifier/v2", "multiturn/m1#1", "multiturn/m1#2"}
+    # every normal/distractor KB question again, its gold documents out of retrieval
+    lgo = {k for k in cases if k.startswith("leave-gold-out/")}
+    assert lgo == {"leave-gold-out/normal/n1", "leave-gold-out/normal/n2", "leave-gold-out/distractor/d1"}
+    assert all(cases[k]["passed"] == (not cases[k]["answered"] or bool(cases[k]["facts_ok"])) for k in lgo)
+    assert results["counts"]["leave_gold_out_declined"]["den"] == 3
     assert results["dataset_errors"] == ["normal.jsonl:2: invalid JSON (Expecting property name "
                                          "enclosed in double quotes)"]
     # The verifier suite is deterministic: the injected number is caught, the correct answer passes.
@@ -186,3 +192,21 @@ def test_eval_command_bad_arguments_are_usage_errors(env: dict[str, Path], tmp_p
     err = capsys.readouterr().err
     assert "unknown suite" in err and "not a csagent results.json" in err and "does not exist" in err
     assert "Traceback" not in err
+
+
+def test_foreign_suite_indexes_its_own_kb(env: dict[str, Path], tmp_path: Path) -> None:
+    folder = tmp_path / "foreign"
+    (folder / "kb").mkdir(parents=True)
+    (folder / "kb" / "manual.md").write_text(
+        "---\nid: manual\ntitle: 电饭煲说明书\n---\n# 电饭煲说明书\n\n## 保修\n整机保修期为2年，内胆保修5年。\n",
+        encoding="utf-8")
+    rows = [{"id": "f1", "question": "电饭煲整机保修多久", "gold_facts": ["2年"], "gold_doc_ids": ["manual"]},
+            {"id": "f2", "question": "电饭煲的内胆是哪家工厂生产的", "answerable": False}]
+    (folder / "questions.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows),
+                                            encoding="utf-8")
+    settings = Settings(data_dir=env["data"])
+    found, errors = runner.run_foreign(settings, tmp_path / "data", progress=False, folder=folder)
+    assert errors == [] and [r["id"] for r in found] == ["f1", "f2"]
+    assert found[0]["answerable"] and not found[1]["answerable"]
+    assert all(r["suite"] == "foreign" for r in found)
+    assert found[1]["passed"] == found[1]["declined"]

@@ -170,6 +170,15 @@ def test_cancel_without_order_id_asks_for_it(index, shop):
     chat << "订单号"
 
 
+def test_bare_yes_with_nothing_pending_is_not_answered_from_policy(index, shop):
+    from strategies.rules.router import NOTHING_PENDING_REPLY
+
+    chat = make_chat(index, shop)
+    chat >> "好的"
+    assert chat.nodes == ["start_turn", "route_boundary", "reply_chitchat"]
+    assert chat.answer == NOTHING_PENDING_REPLY and chat.state["citations"] == []
+
+
 def test_handoff_request_and_human_reply(index, shop):
     chat = make_chat(index, shop)
     chat >> "转人工"
@@ -315,4 +324,5 @@ def test_multi_turn_wrong_assistant_statement_does_not_snowball(index, shop):
     prompts = "\n".join(str(m.content) for p in llm.prompts for m in p)
     assert "30天内都能退" not in prompts and "全部由商家承担" not in prompts
     facts = graph.get_state(config).values["facts"]
-    assert any("PLUS" in f.upper() for f in facts) and any("SO2026112000102" in f for f in facts)
+    assert any(f["kind"] == "tier" and "PLUS" in f["value"].upper() for f in facts)
+    assert any(f == {"kind": "order_id", "value": "SO2026112000102", "source": "user"} for f in facts)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from knowledge.bm25 import BM25Index
+from knowledge.bm25 import DEFAULT_B, DEFAULT_EPSILON, DEFAULT_K1, BM25Index
 from knowledge.fusion import normalize_bm25, normalize_cosine, rrf_fusion, sigmoid, weighted_fusion
 from knowledge.normalize import tokenize
 
@@ -38,10 +38,12 @@ def corpus() -> list[list[str]]:
     return [tokenize(d) for d in DOCS]
 
 
-@pytest.mark.parametrize("params", [{}, {"k1": 1.2, "b": 0.5, "epsilon": 0.1}])
+@pytest.mark.parametrize("params", [{"k1": 1.5, "b": 0.75, "epsilon": 0.25},
+                                    {"k1": 1.2, "b": 0.5, "epsilon": 0.1}, {}])
 def test_scores_equal_rank_bm25(corpus: list[list[str]], params: dict[str, float]) -> None:
     ours = BM25Index.build(corpus, **params)
-    ref = BM25Okapi(corpus, **params)
+    ref = BM25Okapi(corpus, **{"k1": DEFAULT_K1, "b": DEFAULT_B, "epsilon": DEFAULT_EPSILON,
+                               **params})
     for q in QUERIES:
         tokens = tokenize(q)
         np.testing.assert_allclose(ours.scores(tokens), ref.get_scores(tokens), rtol=1e-5, atol=1e-6)
@@ -51,7 +53,7 @@ def test_negative_idf_uses_epsilon_floor() -> None:
     # "a" is in 3 of 4 documents: its raw idf is negative and rank_bm25 floors it
     corpus = [["a", "b"], ["a", "c"], ["a", "d"], ["e"]]
     ours = BM25Index.build(corpus)
-    ref = BM25Okapi(corpus)
+    ref = BM25Okapi(corpus, b=DEFAULT_B)
     np.testing.assert_allclose(ours.scores(["a"]), ref.get_scores(["a"]), rtol=1e-5)
     assert ours.term_idf("a") == pytest.approx(ref.idf["a"])
     assert ours.term_idf("zzz") == 0.0
@@ -126,3 +128,45 @@ def test_demote() -> None:
         demote(scores, [True], 0.1)
     with pytest.raises(ValueError):
         demote(scores, [True, False, False], 1.5)
+
+
+# bm25s-style: a tiny corpus with ids, the exact ranking expected for each setting
+LENGTHS = {
+    "one-word": ["运费"],
+    "answer": ["运费", "券", "抵扣", "运费", "最高", "八", "元", "偏远", "二十", "元"],
+    "refund": ["退款", "到账", "银行卡", "工作日"],
+    "invoice": ["发票", "开具", "邮箱"],
+    "price": ["价保", "差价", "申请"],
+    "free": ["包邮", "门槛", "会员"],
+}
+
+
+def _ranking(index: BM25Index, query: list[str]) -> list[str]:
+    ids = list(LENGTHS)
+    return [ids[i] for i in index.top_k(query, 3)[0]]
+
+
+def test_default_b_lets_the_answer_beat_a_one_word_passage() -> None:
+    corpus = list(LENGTHS.values())
+    # textbook b = 0.75: the one-word passage outranks the passage that uses the word twice
+    assert _ranking(BM25Index.build(corpus, b=0.75), ["运费"]) == ["one-word", "answer"]
+    # the default b = 0.3 weighs length less
+    assert DEFAULT_B == 0.3
+    assert _ranking(BM25Index.build(corpus), ["运费"]) == ["answer", "one-word"]
+    # one match each, same idf: the shorter passage still ranks first
+    assert _ranking(BM25Index.build(corpus), ["退款", "发票"]) == ["invoice", "refund"]
+    assert _ranking(BM25Index.build(corpus), ["不存在"]) == []
+
+
+def test_bm25_plus_delta(tmp_path: Path) -> None:
+    corpus = list(LENGTHS.values())
+    plain = BM25Index.build(corpus, b=0.75)
+    plus = BM25Index.build(corpus, b=0.75, delta=1.0)
+    # every matching term adds delta * idf, non-matching documents stay at 0
+    idf = plain.term_idf("运费")
+    np.testing.assert_allclose(plus.scores(["运费"]) - plain.scores(["运费"]),
+                               [idf, idf, 0, 0, 0, 0], rtol=1e-5)
+    plus.save(tmp_path)
+    loaded = BM25Index.load(tmp_path)
+    assert loaded.delta == 1.0
+    np.testing.assert_allclose(loaded.scores(["运费"]), plus.scores(["运费"]))

@@ -11,7 +11,16 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.deps import Deps
 from nodes.boundary import route_boundary
-from nodes.extract import (
+from shop.tools import ShopToolbox
+from strategies.rules.answer import (
+    answer_terms,
+    passes_gate,
+    query_terms,
+    retrieval_vouches,
+    select_sentences,
+    sentence_units,
+)
+from strategies.rules.extract import (
     Candidate,
     asked_types,
     build_candidates,
@@ -28,16 +37,7 @@ from nodes.extract import (
     slot_terms,
     stated_types,
 )
-from nodes.generate import (
-    answer_terms,
-    passes_gate,
-    query_terms,
-    retrieval_vouches,
-    select_sentences,
-    sentence_units,
-)
-from nodes.risk import asks_own_orders
-from shop.tools import ShopToolbox
+from strategies.rules.risk import asks_own_orders
 from tests.fakes import fixture_index
 
 
@@ -274,7 +274,7 @@ def test_a_carried_tier_steers_the_choice_between_tier_sentences():
 
 
 def test_a_city_is_covered_by_its_province():
-    from nodes.extract import coverage, term_in
+    from strategies.rules.extract import coverage, term_in
 
     assert term_in("哈尔滨", "| 东北 | 辽宁、吉林、黑龙江 | 3-4天 |")
     assert not term_in("哈尔滨", "| 华中 | 湖北、湖南、河南 | 2-3天 |")

@@ -10,8 +10,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from csagent.errors import UsageError
 from graph.state import EVIDENCE_RESET, reduce_evidence
-from nodes import prompts
-from nodes.claims import (
+from shop.decls import REGISTRY
+from strategies.llm import prompts
+from strategies.llm.structured import logprob_confidence, parse_json_loosely
+from strategies.rules.answer import sentence_units
+from strategies.rules.claims import (
     NumberToken,
     claimed_actions,
     condition_pairs,
@@ -23,14 +26,20 @@ from nodes.claims import (
     split_units,
     table_rows,
 )
-from nodes.evidence import mark_conflicts, render_evidence, render_tool_facts, tool_observation
-from nodes.facts import is_elliptical, relevant_facts, user_stated_facts
-from nodes.generate import sentence_units
-from nodes.llm import logprob_confidence, parse_json_loosely
-from nodes.normalize import cn_to_int, normalize_for_compare
-from nodes.profiles import load_profile
-from nodes.rewrite import expand_query
-from nodes.risk import detect_action, find_order_id, is_explicit_yes, is_how_to, parse_max_price
+from strategies.rules.evidence import (
+    mark_conflicts,
+    render_evidence,
+    render_tool_facts,
+    tool_observation,
+)
+from strategies.rules.facts import is_elliptical, relevant_facts, render_fact, user_stated_facts
+from strategies.rules.normalize import cn_to_int, normalize_for_compare
+from strategies.rules.profiles import load_profile
+from strategies.rules.rewrite import expand_query
+from strategies.rules.risk import detect_action, find_order_id, is_explicit_yes, is_how_to
+from strategies.rules.tools import parse_max_price
+
+SPEC = {spec.name: spec for spec in REGISTRY.specs()}  # the demo tools' declarations
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
@@ -115,16 +124,16 @@ def test_render_evidence_marks_superseded_and_conflicts():
 def test_tool_rendering():
     ok = {"code": 0, "valid": True, "source": "order_lookup", "timestamp": 0.0, "message": "已查询到订单",
           "data": {"order_id": "SO1", "status": "运输中", "amount": 1000.0, "user_id": "u1"}}
-    lines = render_tool_facts("order_lookup", ok)
+    lines = render_tool_facts("order_lookup", ok, spec=SPEC["order_lookup"])
     # the asked (default: status) field first, every other field once, no repeated summary message
     assert lines == ["订单 SO1，订单状态：运输中", "金额：1000元"]
-    asked = render_tool_facts("order_lookup", ok, question="SO1多少钱")
+    asked = render_tool_facts("order_lookup", ok, question="SO1多少钱", spec=SPEC["order_lookup"])
     assert asked[0] == "订单 SO1，金额：1000元" and "运输中" in asked[1] and "1000" not in asked[1]
     failed = {"code": 500, "valid": False, "source": "logistics_tracking", "timestamp": 0.0,
               "message": "系统繁忙", "data": None}
-    assert tool_observation("logistics_tracking", failed) == "物流信息查询失败：系统繁忙"
+    assert tool_observation("logistics_tracking", failed, SPEC["logistics_tracking"]) == "物流信息查询失败：系统繁忙"
     missing = dict(failed, code=404, message="")
-    assert tool_observation("order_lookup", missing).startswith("未查询到订单")
+    assert tool_observation("order_lookup", missing, SPEC["order_lookup"]).startswith("未查询到订单")
 
 
 def test_risk_rules():
@@ -156,11 +165,11 @@ def test_fact_carry_forward_uses_customer_words_only():
         {"order_id", "tier", "region", "payment"}
     known = [{"kind": "region", "value": "新疆", "source": "user"},
              {"kind": "order_id", "value": "SO1", "source": "tool:order_lookup"}]
-    assert relevant_facts("几天能到？", known, []) == ["地区：新疆（客户陈述）"]
-    assert relevant_facts("上海几天能到？", known, []) == []  # the question overrides
+    assert [render_fact(f) for f in relevant_facts("几天能到？", known, [])] == ["地区：新疆（客户陈述）"]
+    assert [render_fact(f) for f in relevant_facts("上海几天能到？", known, [])] == []  # the question overrides
     history = [HumanMessage("江浙沪几天到"), AIMessage("（助手的话不会被带入）")]
     assert is_elliptical("那新疆呢？")
-    assert relevant_facts("那新疆呢？", known, history)[-1] == "上一个问题：江浙沪几天到"
+    assert [render_fact(f) for f in relevant_facts("那新疆呢？", known, history)][-1] == "上一个问题：江浙沪几天到"
 
 
 def test_expand_query_keeps_original_first():
@@ -190,13 +199,13 @@ def test_every_prompt_renders_with_all_placeholders(name):
 
 
 def test_ticket_fields_are_not_labelled_as_order_fields():
-    from nodes.evidence import render_tool_facts
+    from strategies.rules.evidence import render_tool_facts
 
     result = {"code": 0, "valid": True, "source": "after_sales_apply", "timestamp": 0.0,
               "message": "已提交退货退款申请",
               "data": {"ticket_id": "AS202611290001", "order_id": "SO2026112000102",
                        "status": "待审核", "created_at": "2026-11-29 10:00:00"}}
-    text = "\n".join(render_tool_facts("after_sales_apply", result))
+    text = "\n".join(render_tool_facts("after_sales_apply", result, spec=SPEC["after_sales_apply"]))
     assert "工单状态：待审核" in text and "申请时间：2026-11-29 10:00:00" in text
     assert "订单状态" not in text and "下单时间" not in text
 
@@ -212,29 +221,13 @@ def test_ticket_fields_are_not_labelled_as_order_fields():
     ("查一下订单SO2026112500103", []),
 ])
 def test_asked_fields(question, fields):
-    from nodes.risk import asked_fields
+    from strategies.rules.tools import asked_fields
 
     assert asked_fields(question) == fields
 
 
-def test_plan_order_tools_follows_the_asked_fields():
-    from nodes.risk import plan_order_tools
-
-    oid = "SO2026112500103"
-    names = lambda q, o=oid, d="order_lookup": [p["name"] for p in plan_order_tools(q, o, d)]  # noqa: E731
-    assert names("走的哪家快递，单号多少") == ["logistics_tracking"]  # only logistics has these
-    assert names("用什么付的钱") == ["order_lookup"]
-    both = plan_order_tools("发货了吗", oid, "order_lookup")
-    assert [p["name"] for p in both] == ["order_lookup", "logistics_tracking"]
-    assert both[1]["if_shipped"] and both[1]["args"] == {"order_id": oid}
-    assert names("查一下", oid) == ["order_lookup", "logistics_tracking"]  # nothing specific: both
-    listing = plan_order_tools("老人手机那单走的什么快递", None, "order_lookup")
-    assert listing == [{"name": "order_lookup", "args": {}, "resolve": True, "then": "logistics_tracking"}]
-    assert plan_order_tools("我有哪些订单还没付款", None, "order_lookup") == [{"name": "order_lookup", "args": {}}]
-
-
 def test_status_filter_and_order_matching():
-    from nodes.risk import match_orders, status_filter
+    from strategies.rules.tools import match_orders, status_filter
 
     assert status_filter("我有个订单还没付钱，是哪个") == ("待付款",)
     assert status_filter("我最近有哪些订单还没发货") == ("待发货",)
@@ -253,30 +246,30 @@ def test_tool_facts_state_asked_fields_first_once():
             "data": {"order_id": "SO1", "status": "运输中", "carrier": "中通快递", "tracking_no": "ZT1",
                      "shipped_at": "2026-11-26 09:00", "events": [],
                      "latest": {"time": "2026-11-27 10:00", "location": "上海", "description": "已到达上海中转部"}}}
-    lines = render_tool_facts("logistics_tracking", ship, question="SO1快递单号多少")
+    lines = render_tool_facts("logistics_tracking", ship, question="SO1快递单号多少", spec=SPEC["logistics_tracking"])
     assert lines[0] == "订单 SO1，运单号：ZT1"
     text = "\n".join(lines)
     for fact in ("中通快递", "运输中", "2026-11-26 09:00", "已到达上海中转部"):  # complete for the verifier
         assert text.count(fact) == 1  # … and every fact once (no repeated summary message)
-    assert "订单状态" not in "\n".join(render_tool_facts("logistics_tracking", ship, omit=("status",)))
+    assert "订单状态" not in "\n".join(render_tool_facts("logistics_tracking", ship, omit=("status",), spec=SPEC["logistics_tracking"]))
     listing = {"code": 0, "valid": True, "source": "order_lookup", "timestamp": 0.0, "message": "已查询到您最近的 2 笔订单",
                "data": {"orders": [{"order_id": "SO1", "status": "已签收", "amount": 10.0, "items": ["书"]},
                                    {"order_id": "SO2", "status": "待付款", "amount": 20.0, "items": ["杯"]}],
                         "count": 2}}
-    lines = render_tool_facts("order_lookup", listing, question="哪个订单还没付款", focus=["SO2"])
+    lines = render_tool_facts("order_lookup", listing, question="哪个订单还没付款", focus=["SO2"], spec=SPEC["order_lookup"])
     assert lines[0].startswith("订单号：SO2") and "待付款" in lines[0] and lines[1] == "其他订单：SO1（已签收）"
-    none = render_tool_facts("order_lookup", listing, question="有没有退款中的订单", focus=[])
+    none = render_tool_facts("order_lookup", listing, question="有没有退款中的订单", focus=[], spec=SPEC["order_lookup"])
     assert none[0] == "您最近的 2 笔订单中没有退款中的订单" and len(none) == 3
 
 
 def test_follow_ups_keep_the_order_in_focus():
-    from nodes.facts import tool_facts
+    from strategies.rules.facts import tool_facts
 
     assert is_elliptical("那SO2026103000401呢")  # the order id does not make it long
     assert is_elliptical("哦不对，我问的是SO2026112000102")
     known = [{"kind": "order_id", "value": "SO2026112400303", "source": "user"}]
-    assert relevant_facts("快递单号多少", known, []) == ["订单号：SO2026112400303（客户陈述）"]
-    assert relevant_facts("这个订单是用什么付的", known, []) == ["订单号：SO2026112400303（客户陈述）"]
+    assert [render_fact(f) for f in relevant_facts("快递单号多少", known, [])] == ["订单号：SO2026112400303（客户陈述）"]
+    assert [render_fact(f) for f in relevant_facts("这个订单是用什么付的", known, [])] == ["订单号：SO2026112400303（客户陈述）"]
     listing = {"name": "order_lookup", "args": {}, "result": {"valid": True}, "focus": ["SO2026112800304"]}
     assert tool_facts([listing]) == [{"kind": "order_id", "value": "SO2026112800304", "source": "tool:order_lookup"}]
     assert tool_facts([{**listing, "focus": ["A", "B"]}]) == []  # ambiguous: nothing carried
@@ -284,12 +277,13 @@ def test_follow_ups_keep_the_order_in_focus():
 
 
 def test_brief_rendering_is_a_subset_of_the_complete_text():
-    from nodes.evidence import tool_to_evidence
+    from strategies.rules.evidence import tool_to_evidence
 
     result = {"code": 0, "valid": True, "source": "order_lookup", "timestamp": 0.0, "message": "已查询到订单 SO1",
               "data": {"order_id": "SO1", "status": "已退款", "refund_status": "已退款", "pay_method": "花呗",
                        "items": [{"name": "书", "qty": 1}], "amount": 20.0, "created_at": "2026-11-01 10:00:00"}}
-    item = tool_to_evidence("order_lookup", 1, result, {"order_id": "SO1"}, question="SO1用什么付的")
+    item = tool_to_evidence("order_lookup", 1, result, {"order_id": "SO1"}, question="SO1用什么付的",
+                            spec=SPEC["order_lookup"])
     assert item["text"].splitlines()[0] == item["brief"].splitlines()[0] == "订单 SO1，支付方式：花呗"
     assert "2026-11-01 10:00:00" in item["text"] and "2026-11-01 10:00:00" not in item["brief"]
     assert item["text"].count("已退款") == 1  # refund status equal to the order status: said once
@@ -301,7 +295,7 @@ def test_unreachable_endpoint_is_skipped_during_its_cool_down(monkeypatch):
     from langchain_core.messages import HumanMessage
     from pydantic import BaseModel
 
-    from nodes import llm as llm_mod
+    from strategies.llm import structured as llm_mod
     from tests.fakes import ScriptedChatModel
 
     class Answer(BaseModel):
@@ -321,7 +315,7 @@ def test_unreachable_endpoint_is_skipped_during_its_cool_down(monkeypatch):
 
 
 def test_agent_answers_must_cite_every_factual_sentence():
-    from nodes.verify import check_answer
+    from strategies.combined import check_answer
 
     evidence = [{"id": "r#1", "text": "质量问题退货，运费由商城承担。"},
                 {"id": "r#2", "text": "7天无理由退货属于买家原因退货，寄回商品的运费由买家承担。"}]

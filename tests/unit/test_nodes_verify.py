@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from nodes.verify import check_answer
+from strategies.combined import check_answer
 from tests.fakes import ScriptedChatModel
 
 EVIDENCE = [

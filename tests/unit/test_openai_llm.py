@@ -11,6 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel
 
+from csagent import llm as llm_mod
 from csagent.config import Settings
 from csagent.llm import DEFAULT_API_KEY, build_chat_model
 from tests.fake_openai import (
@@ -28,6 +29,13 @@ from tests.fake_openai import (
 class Decision(BaseModel):
     route: Literal["answer", "refuse"]
     confidence: float
+
+
+@pytest.fixture(autouse=True)
+def _private_data_dir(tmp_path, monkeypatch):
+    """Settings() default to the user's data dir; what a server rejects is remembered there."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    llm_mod.reset_endpoints()
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from shop.tools import (
     ToolFailure,
     ToolOutput,
 )
-from shop.types import ToolSpec
+from tools.types import ToolSpec
 
 U1_SIGNED_RECENT = "SO2026112000102"  # u1001, 已签收 2026-11-23, earphones (7天无理由)
 U1_SIGNED_OLD = "SO2026101500101"  # u1001, 已签收 2026-10-18
@@ -456,3 +456,16 @@ def test_a_write_that_outlives_its_timeout_is_rolled_back(tmp_path: Path) -> Non
         worker.join(30)
     assert workers and not any(w.is_alive() for w in workers)
     assert dump(box) == before
+
+
+def test_logs_do_not_reveal_whether_another_users_order_exists(box: ShopToolbox, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    def logged(order_id: str) -> list[str]:
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="shop.tools"):
+            box.call("order_lookup", {"order_id": order_id}, user_id="u1001")
+        return [r.getMessage().replace(order_id, "ID") for r in caplog.records]
+
+    assert logged(U2_CRAB) == logged("SO2099010100999")  # foreign vs missing: the same lines
+    assert all(r.levelno < logging.WARNING for r in caplog.records)

@@ -1,0 +1,188 @@
+"""The explicit combinations of rules and LLM strategies, and :func:`select`, the one place that chooses.
+
+Offline (no chat model) every step uses its rules strategy. With a chat model:
+
+- router: :class:`GuardedRouter`: the hard guards first (an explicit request for a human, a
+  blacklisted domain, a bare yes: no model call), then the LLM router, which itself leaves the
+  rules' deterministic decisions (a named profile action, an order question, a greeting) to the
+  rules and is asked only about open questions (:mod:`strategies.llm.router`, issue 10: never
+  worse than offline); when it fails, is unsure or is overruled, the rules router decides.
+- rewriter and answerer: :class:`FallbackRewriter` / :class:`FallbackAnswerer`: the LLM
+  strategy; the rules strategy only when it fails (the reason is kept as ``llm_error``).
+- claim checker: :class:`CodeThenLLMChecker`: the code checks always, then (when the run
+  allows it, ``Context.llm_verify``) the LLM's per-claim verdicts, merged.
+- tool planner: the LLM planner (registry schemas offered with ``bind_tools``), the rules
+  planner when it fails (:class:`strategies.llm.tools.FallbackToolPlanner`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from langchain_core.language_models import BaseChatModel
+
+from contracts.evidence import Evidence
+from contracts.routing import RouteDecision
+from contracts.verification import Verification, overall_of
+from strategies.llm.answer import LLMAnswerer
+from strategies.llm.rewrite import LLMRewriter
+from strategies.llm.router import LLMRouter
+from strategies.llm.tools import FallbackToolPlanner, LLMToolPlanner
+from strategies.llm.verify import LLMClaimChecker
+from strategies.protocols import (
+    Answerer,
+    AnswerRequest,
+    CheckRequest,
+    ClaimChecker,
+    Draft,
+    Embedder,
+    Queries,
+    Rewriter,
+    Router,
+    StepFailed,
+    ToolPlanner,
+    Turn,
+)
+from strategies.rules.answer import RulesAnswerer
+from strategies.rules.answerability import GatedAnswerer  # [answer]
+from strategies.rules.rewrite import RulesRewriter
+from strategies.rules.router import RulesRouter, guard_decision
+from strategies.rules.tools import RulesToolPlanner
+from strategies.rules.verify import RulesClaimChecker
+
+
+class GuardedRouter:
+    """Hard guards, then the primary router, then the fallback router."""
+
+    def __init__(self, primary: Router, fallback: RulesRouter) -> None:
+        self.primary = primary
+        self.fallback = fallback
+
+    def route(self, turn: Turn) -> RouteDecision:
+        """Return the guards' decision, else the primary's, else the fallback's."""
+        guarded = guard_decision(turn)
+        if guarded is not None:
+            return guarded
+        try:
+            decision = self.primary.route(turn)
+        except StepFailed as failed:
+            return {**self.fallback.route(turn), "llm_error": failed.reason}
+        return decision if decision is not None else self.fallback.route(turn)
+
+
+class FallbackRewriter:
+    """The primary rewriter; the fallback's queries when it fails."""
+
+    def __init__(self, primary: Rewriter, fallback: Rewriter) -> None:
+        self.primary = primary
+        self.fallback = fallback
+
+    def rewrite(self, turn: Turn) -> Queries:
+        """Return the primary's queries, else the fallback's with the failure reason."""
+        try:
+            return self.primary.rewrite(turn)
+        except StepFailed as failed:
+            return replace(self.fallback.rewrite(turn), llm_error=failed.reason)
+
+
+class FallbackAnswerer:
+    """The primary answerer; the fallback's draft when it fails."""
+
+    def __init__(self, primary: Answerer, fallback: Answerer) -> None:
+        self.primary = primary
+        self.fallback = fallback
+
+    def answer(self, request: AnswerRequest) -> Draft:
+        """Return the primary's draft, else the fallback's with the failure reason."""
+        try:
+            return self.primary.answer(request)
+        except StepFailed as failed:
+            return replace(self.fallback.answer(request), llm_error=failed.reason)
+
+
+class CodeThenLLMChecker:
+    """The code checks, then the LLM claim check; a claim the code rejects stays unsupported.
+
+    An LLM ``unsupported`` fails the answer; ``unknown`` makes it ``need_recheck``; a failed LLM
+    call is recorded as a failed ``llm_claims`` check and otherwise ignored. The LLM is asked
+    only when the code checks found claims and the request allows it (``use_llm``).
+    """
+
+    def __init__(self, code: ClaimChecker, llm: ClaimChecker) -> None:
+        self.code = code
+        self.llm = llm
+
+    def check(self, request: CheckRequest) -> Verification:
+        """Return the merged verification."""
+        first = self.code.check(request)
+        if not request.use_llm or not first["claims"]:
+            return first
+        second = self.llm.check(request)
+        claims = [*first["claims"], *second["claims"]]
+        return {"overall": overall_of(claims), "claims": claims,
+                "checks": [*first["checks"], *second["checks"]]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Strategies:
+    """The chosen strategy of every step (carried by ``Deps``)."""
+
+    router: Router
+    rewriter: Rewriter
+    answerer: Answerer
+    claim_checker: ClaimChecker
+    tool_planner: ToolPlanner
+
+
+def select(llm: BaseChatModel | None, *, embedder: Embedder | None = None,
+           tool_planner: ToolPlanner | None = None) -> Strategies:
+    """Return the strategies for a process: rules offline, the combinations above with an LLM.
+
+    Args:
+        llm: The chat model, or None for the offline mode.
+        embedder: Query encoder for the rules router's nearest intent example.
+        tool_planner: The tool planner (default: :class:`RulesToolPlanner`).
+
+    """
+    if tool_planner is not None:
+        planner = tool_planner
+    elif llm is not None:
+        planner = FallbackToolPlanner(LLMToolPlanner(llm), RulesToolPlanner())
+    else:
+        planner = RulesToolPlanner()
+    rules_router = RulesRouter(planner, embedder)
+    if llm is None:
+        return Strategies(router=rules_router, rewriter=RulesRewriter(), answerer=RulesAnswerer(),
+                          claim_checker=RulesClaimChecker(), tool_planner=planner)
+    return Strategies(
+        router=GuardedRouter(LLMRouter(llm, planner), rules_router),
+        rewriter=FallbackRewriter(LLMRewriter(llm), RulesRewriter()),
+        answerer=FallbackAnswerer(GatedAnswerer(LLMAnswerer(llm)), RulesAnswerer()),  # [answer] code gate
+        claim_checker=CodeThenLLMChecker(RulesClaimChecker(), LLMClaimChecker(llm)),
+        tool_planner=planner)
+
+
+def check_answer(question: str, answer: str, evidence: list[Evidence], *,
+                 llm: BaseChatModel | None = None, write_succeeded: bool = False,
+                 require_citations: bool = False) -> Verification:
+    """Verify ``answer`` against ``evidence`` (the pure entry point of ``csagent verify``).
+
+    Code checks always run; with ``llm`` the model's per-claim verdicts are merged in
+    (:class:`CodeThenLLMChecker`).
+
+    Args:
+        question: The customer's question.
+        answer: The answer to check (with 【来源:id】 tags, or none: then all evidence is used).
+        evidence: Items with at least ``id`` and ``text`` (``superseded`` honoured when present).
+        llm: Optional chat model for the claim-level check.
+        write_succeeded: Whether a write tool succeeded this turn (allows 「已为您办理」).
+        require_citations: Fail every factual sentence without a 【来源】 tag (the agent's own
+            answers); off for answers generated elsewhere, which are checked against all evidence.
+
+    """
+    request = CheckRequest(question=question, answer=answer, evidence=evidence,
+                           write_succeeded=write_succeeded, require_citations=require_citations,
+                           use_llm=llm is not None)
+    if llm is None:
+        return RulesClaimChecker().check(request)
+    return CodeThenLLMChecker(RulesClaimChecker(), LLMClaimChecker(llm)).check(request)

@@ -1,0 +1,1 @@
+"""LLM strategies: prompts, output schemas and the structured-call helper."""

@@ -1,0 +1,1 @@
+"""Deterministic strategies (the offline mode and every LLM step's fallback), word lists, constants."""

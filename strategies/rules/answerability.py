@@ -1,0 +1,827 @@
+"""Answerability, value binding and attribution: whether evidence *answers* the question.
+
+Evidence is split into units (prose sentences and clauses; table rows rendered with their
+header, each with its chunk's title and heading path). A unit **answers** a question when
+
+1. it carries a *filler* of the asked slot (:func:`slot_fillers`: a date or time expression for
+   「什么时候」, a duration for 「多久」, an amount for 「多少钱」, a number with a classifier for
+   「几个」, a person or organisation for 「谁」, a place for 「哪里」, a permission or condition
+   clause for a yes-no question, step structure for 「怎么」, a cause for 「为什么」);
+2. the filler is **bound** to the question's subject: enough of the subject terms occur in the
+   same unit or its heading path (:func:`subject_binding`);
+3. the question's qualifiers are present or at least not contradicted, and a *regime* or
+   *version* qualifier is present (:func:`qualifier_check`): a unit under a heading that names
+   another value of the same dimension (「普通会员」 for a 「Plus会员」 question) does not answer.
+
+Nothing here knows a topic: the slot comes from the question's form, the regime dimensions
+from the knowledge base's own headings (:mod:`strategies.rules.question`). The verifier uses
+:func:`binding` (a claim's value is supported only by a unit that also carries the claim's
+subject; a tool value only by the field the claim names) and :func:`attribution` (a cited unit
+of another regime than the question's does not support the claim).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from contracts.question import Question, Slot
+from knowledge.gazetteer import province_of
+from knowledge.normalize import normalize_text
+from strategies.rules.question import Vocabulary
+
+# --------------------------------------------------------------------------- units
+
+_SENT_SPLIT_RE = re.compile(r"(?<=[。！？!?；;])|\n+")
+_LIST_MARK_RE = re.compile(r"^\s*(?:[-*•]\s*|\d{1,2}[.、)]\s*(?!\d)|[（(]\d{1,2}[)）]\s*)")
+_TABLE_SEP_RE = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
+_CITE_RE = re.compile(r"【来源[:：][^】]*】")
+MIN_UNIT_CHARS = 4
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One answerable unit of an evidence item.
+
+    Attributes:
+        id: ``<evidence id>@<n>`` (stable within a turn).
+        evidence_id: The evidence item it comes from.
+        doc_id: The item's document.
+        text: The sentence, clause or rendered table row.
+        context: The item's title and heading path (outermost first).
+        row: True for a table row (rendered 「列名：值，…」).
+        superseded: The item is a superseded policy version.
+        chunk_text: The whole text of the item (for presence of a qualifier in the chunk).
+
+    """
+
+    id: str
+    evidence_id: str
+    doc_id: str
+    text: str
+    context: tuple[str, ...] = ()
+    row: bool = False
+    superseded: bool = False
+    chunk_text: str = ""
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _split_text(text: str) -> list[tuple[str, bool]]:
+    """Return (unit text, is table row) pairs of one chunk's text."""
+    out: list[tuple[str, bool]] = []
+    header: list[str] = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("|"):
+            if _TABLE_SEP_RE.match(stripped):
+                continue
+            nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            if _TABLE_SEP_RE.match(nxt):
+                header = _cells(stripped)
+                continue
+            cells = _cells(stripped)
+            if header and len(header) == len(cells):
+                out.append(("，".join(f"{h}：{c}" for h, c in zip(header, cells, strict=True) if c), True))
+            else:
+                out.append(("，".join(c for c in cells if c), True))
+            continue
+        header = []
+        if not stripped or stripped.startswith("#"):
+            continue
+        for piece in _SENT_SPLIT_RE.split(stripped):
+            piece = _LIST_MARK_RE.sub("", _CITE_RE.sub("", piece or "")).strip()
+            if len(piece) >= MIN_UNIT_CHARS and not piece.endswith(("：", ":")):
+                out.append((piece, False))
+    return out
+
+
+def evidence_units(evidence: Sequence[Mapping[str, Any]], *, include_tools: bool = False) -> list[Unit]:
+    """Split evidence items into units (sentences and rendered table rows), in evidence order.
+
+    Args:
+        evidence: Evidence items (``id``, ``text``, optional ``title``, ``heading_path``,
+            ``doc_id``, ``superseded``, ``kind``).
+        include_tools: Also split tool results (one unit per line).
+
+    """
+    units: list[Unit] = []
+    for item in evidence:
+        if item.get("kind") == "tool" and not include_tools:
+            continue
+        text = str(item.get("text", ""))
+        context = tuple(str(h) for h in [item.get("title", ""), *(item.get("heading_path") or [])] if h)
+        for n, (piece, row) in enumerate(_split_text(text)):
+            units.append(Unit(id=f"{item.get('id')}@{n}", evidence_id=str(item.get("id")),
+                              doc_id=str(item.get("doc_id", "")), text=piece, context=context, row=row,
+                              superseded=bool(item.get("superseded")), chunk_text=text))
+    return units
+
+
+# --------------------------------------------------------------------------- fillers
+
+
+@dataclass(frozen=True)
+class Filler:
+    """A value of the asked kind found in a unit (character offsets into the normalised text)."""
+
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+_TIME_UNIT = r"(?:个)?(?:工作日|自然日|天|日|小时|分钟|周|星期|个月|月|年|秒)"
+_NUM = r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?"
+_DURATION_RE = re.compile(rf"{_NUM}\s*{_TIME_UNIT}|当天|当日|次日|隔日|即时|实时|立即|立刻|马上|秒到|随时|半天|半年")
+_DATE_RE = re.compile(
+    r"\d{4}\s*[-/.年]\s*\d{1,2}(?:\s*[-/.月]\s*\d{1,2}\s*[日号]?)?|\d{1,2}\s*月\s*\d{1,2}\s*[日号]?|\d{1,2}\s*月份?"
+    r"|(?:每月|每年|每周|每天)\s*\d*[日号]?|\d{1,2}\s*[日号](?![内以之])|(?:周|星期)[一二三四五六日天1-7]"
+    r"|\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}\s*点|上午|下午|凌晨|晚上|中午|节假日|工作日|周末|春节|国庆|元旦"
+    r"|当天|当日|次日|隔日|第二天|即时|实时|立即|之前|之后|以前|以后|起|前|后")
+_AMOUNT_RE = re.compile(
+    r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\s*(?:万元|元|块|%|折|倍|分钱)|[¥￥]\s*\d+"
+    r"|免费|免收|免除|免[^\s，。；]{0,3}费|不收(?:取)?|无需(?:支付|付费|承担)|0元|全额|原价|差价")
+_CLASSIFIER = r"(?:个|次|张|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|箱|包|瓶|名|只|套)"
+_COUNT_RE = re.compile(rf"\d+(?:\s*-\s*\d+)?\s*{_CLASSIFIER}(?!工作日|小时|月|自然日)|不限(?:次数|数量)?|无限|仅限?\s*\d+|最多\s*\d+|\d+\s*以[内上下]")
+_ROLE_RE = re.compile(
+    r"[\u4e00-\u9fffA-Za-z]{0,6}(?:公司|集团|银行|平台|商家|卖家|买家|店铺|部门|中心|机构|客服|快递|物流|人员|用户"
+    r"|顾客|消费者|承运商|厂家|厂商|品牌方|服务商|本人|家属|代收人|寺|庙|宫|院|局|委员会|大学|学校|医院|政府)"
+    r"|买家|卖家|商家|平台|用户|客户|我们|本店|本平台|消费者|顾客|您")
+_PLACE_RE = re.compile(
+    r"(?:寄到|寄回|寄往|退回|退回到|送到|送至|发往|寄至|退至|存放在|位于|前往|到达|原路|在)[^，。；\s]{1,12}"
+    r"|[\u4e00-\u9fff]{1,8}(?:省|市|县|区|镇|村|街道|路|号|仓|仓库|门店|网点|驿站|快递柜|柜台|服务点|中心|原支付账户|账户)")
+_YESNO_RE = re.compile(
+    r"不?可以|不?能够?|不?支持|不?允许|不?需要|无需|无须|不必|必须|须|不得|禁止|仅限|除外|不?适用|不?享受|不?包含"
+    r"|不予|无法|不?提供|不?接受|不?参与|不?计入|有权|免费|不收|均可|一律|不可|可(?=[\u4e00-\u9fff])")
+# A yes-no question is also answered by what the rule grants, takes or keeps (「赠送5元券」).
+_STATEMENT_RE = re.compile(r"有|没有|不?退还?|返还|赠送|获得|奖励|收取|扣除|不变|保持|自动|另行|视为|按照?")
+_CLOCK_RE = re.compile(r"\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}\s*点(?:半|\d{1,2}分?)?|全天|24小时")
+_CLAUSE_RE = re.compile(r"[，,；;：:。！？!?（）()]")
+_PROCEDURE_RE = re.compile(
+    r"^\s*(?:\d{1,2}[.、)]|第[一二三四五六七八九十\d]+步|首先|然后|其次|最后|接着|再)|→|->|>"
+    r"|进入|点击|选择|提交|填写|上传|拨打|联系|前往|登录|打开|申请|操作|在[^，。]{0,12}(?:页面|页|入口|中)"
+    r"|寄回|寄出|预约|办理|按照|通过")
+_ANY_NUMBER_RE = re.compile(r"\d[\d\-.%:/]*")
+_CLASSIFIED_COUNT_RE = re.compile(rf"(?:几|多少)\s*{_CLASSIFIER}")
+_REASON_RE = re.compile(r"因为|由于|原因|所以|导致|为了|以免|以便|否则|是因|造成|因此|故")
+
+_FILLER_RES: dict[str, tuple[re.Pattern[str], ...]] = {
+    "date": (_DATE_RE, _DURATION_RE),
+    "duration": (_DURATION_RE,),
+    "amount": (_AMOUNT_RE,),
+    "count": (_COUNT_RE, _AMOUNT_RE, _DURATION_RE),
+    "person_org": (_ROLE_RE,),
+    "place": (_PLACE_RE,),
+    "yesno": (_YESNO_RE, _STATEMENT_RE, _AMOUNT_RE, _DURATION_RE, _COUNT_RE),
+    "procedure": (_PROCEDURE_RE, _YESNO_RE, _AMOUNT_RE),
+    "reason": (_REASON_RE, _YESNO_RE),
+}
+# Generic date words that alone do not answer 「什么时候」 (they only qualify another filler).
+_WEAK_DATE = frozenset({"之前", "之后", "以前", "以后", "起", "前", "后"})
+_PERSON_TAGS = frozenset({"nr", "nrt", "nrfg", "nt", "nz"})
+
+
+def _norm(text: str) -> str:
+    text = normalize_text(text)
+    text = re.sub(r"(\d)\s*(?:~|～|－|—|–|至|到)\s*(\d)", r"\1-\2", text)
+    return re.sub(r"(\d)\s*个(工作日|小时|月|自然日)", r"\1\2", text)
+
+
+def slot_fillers(slot: Slot | str, text: str) -> list[Filler]:
+    """Return the fillers of ``slot`` that ``text`` carries (``[]`` when it carries none).
+
+    ``none`` never needs a filler: any text "carries" it (one empty filler is returned).
+    Person and organisation names also come from jieba's part-of-speech tags (nr/nt).
+    """
+    if slot == "none":
+        return [Filler("none", "", 0, 0)]
+    norm = _norm(text)
+    found: list[Filler] = []
+    for pattern in _FILLER_RES.get(slot, ()):
+        for match in pattern.finditer(norm):
+            value = match.group(0).strip()
+            if not value or (slot == "date" and value in _WEAK_DATE):
+                continue
+            found.append(Filler(slot, value, match.start(), match.end()))
+    if slot == "person_org" and not found:
+        found.extend(_tagged_names(norm))
+    if slot == "place" and not found:
+        found.extend(_places(norm))
+    return found
+
+
+def _tagged_names(norm: str) -> list[Filler]:
+    import jieba.posseg as pseg
+
+    out: list[Filler] = []
+    pos = 0
+    for pair in pseg.cut(norm, HMM=True):
+        start = norm.find(pair.word, pos)
+        pos = start + len(pair.word) if start >= 0 else pos
+        if pair.flag in _PERSON_TAGS and len(pair.word) >= 2:
+            out.append(Filler("person_org", pair.word, max(start, 0), max(start, 0) + len(pair.word)))
+    return out
+
+
+def _places(norm: str) -> list[Filler]:
+    out: list[Filler] = []
+    for region in _region_words():
+        start = norm.find(region)
+        if start >= 0:
+            out.append(Filler("place", region, start, start + len(region)))
+    return out
+
+
+# --------------------------------------------------------------------------- binding
+
+MIN_SUBJECT_SHARE = 0.5
+UNKNOWN_WEIGHT = 0.2  # a subject term the knowledge base never uses
+MIN_WEIGHT = 0.3  # share of the subject terms' weight the unit + its headings must carry
+PARTIAL_SHARE = 0.67  # a long term counts as present when this share of its bigrams is
+
+
+def _term_present(term: str, text: str) -> bool:
+    if term in text:
+        return True
+    province = province_of(term)
+    if province and province in text:
+        return True
+    if len(term) >= 3:
+        grams = [term[i:i + 2] for i in range(len(term) - 1)]
+        return sum(1 for g in grams if g in text) / len(grams) >= PARTIAL_SHARE
+    return False
+
+
+@dataclass(frozen=True)
+class Binding:
+    """How well a unit carries the question's subject."""
+
+    share: float
+    found: tuple[str, ...]
+    missing: tuple[str, ...]
+    in_unit: bool
+    specific_ok: bool = True
+
+    @property
+    def bound(self) -> bool:
+        """Return True when enough of the subject is carried, partly by the unit itself.
+
+        The question's most specific term must be among the carried ones.
+        """
+        return self.share >= MIN_SUBJECT_SHARE and (self.in_unit or not self.found) and self.specific_ok
+
+
+def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, float] | None = None,
+                    required: str | None = None) -> Binding:
+    """Return how much of ``subject`` the unit (and its heading path) carries.
+
+    A term counts when it occurs in the unit's text or its title/heading path (a long term also
+    when most of its character bigrams do; a city also via its province). At least one found
+    term must be in the unit itself or its last heading (the heading it answers).
+
+    Args:
+        subject: The question's subject terms.
+        unit: The unit.
+        weights: Optional term weights (default 1 each).
+        required: A term that must be among the found ones (the most specific one).
+
+    """
+    if not subject:
+        return Binding(1.0, (), (), True)
+    body = _norm(unit.text)
+    near = body + " " + _norm(unit.context[-1]) if unit.context else body
+    whole = near + " " + _norm(" ".join(unit.context))
+    found = [t for t in subject if _term_present(t, whole)]
+    missing = [t for t in subject if t not in found]
+    w = weights or {}
+    total = sum(w.get(t, 1.0) for t in subject)
+    share = sum(w.get(t, 1.0) for t in found) / total if total else 1.0
+    in_unit = any(_term_present(t, near) for t in found)
+    return Binding(share, tuple(found), tuple(missing), in_unit, required is None or required in found)
+
+
+# --------------------------------------------------------------------------- qualifiers
+
+# Kinds whose conflict makes a cited unit another regime's (a unit listing other regions or
+# payment methods beside the asked one is usually a general rule, so those are left to binding).
+ATTRIBUTION_KINDS = frozenset({"tier", "regime", "version", "category"})
+VALUE_SLOTS = frozenset({"date", "duration", "amount", "count", "person_org", "place"})
+STRICT_KINDS = frozenset({"regime", "version"})  # must be present, not only uncontradicted
+
+
+def _region_words() -> tuple[str, ...]:
+    try:
+        from strategies.rules.lexicon import REGIONS
+    except ImportError:  # pragma: no cover - the lexicon moved
+        return ()
+    return REGIONS
+
+
+def _is_compound_regime(value: str, dims: Mapping[str, frozenset[str]]) -> bool:
+    """Return True when ``value`` is a modifier joined to its dimension's head (「跨境商品」)."""
+    return any(value == mod + head for head, mods in dims.items() for mod in mods)
+
+
+def _other_values(kind: str, question: Question, dims: Mapping[str, frozenset[str]]) -> list[str]:
+    """Return the values of ``kind`` that would contradict the question's ones."""
+    asked = question["qualifiers"].get(kind, [])
+    if kind == "region":
+        return [r for r in _region_words() if not any(r in a or a in r for a in asked)]
+    if kind in ("tier", "payment"):
+        from strategies.rules.question import _closed_lists
+
+        tiers, payments = _closed_lists()
+        pool = tiers if kind == "tier" else payments
+        return [v for v in pool if not any(v in a or a in v for a in asked)]
+    if kind == "regime":
+        others: list[str] = []
+        for head, mods in dims.items():
+            named = [m for m in mods if any(m in a for a in asked)]
+            if named:
+                others += [m + head for m in mods if m not in named]
+        return others
+    return []
+
+
+@dataclass(frozen=True)
+class QualifierCheck:
+    """Which qualifiers a unit matched, which it contradicted, which it lacks."""
+
+    matched: dict[str, list[str]] = field(default_factory=dict)
+    conflicts: dict[str, list[str]] = field(default_factory=dict)
+    absent: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Return True when nothing is contradicted and no strict kind is absent."""
+        return not self.conflicts and not any(k in STRICT_KINDS for k in self.absent)
+
+
+def qualifier_check(question: Question, unit: Unit,
+                    dims: Mapping[str, frozenset[str]] | None = None) -> QualifierCheck:
+    """Check the question's qualifiers against a unit, its heading path and its chunk.
+
+    A qualifier is *matched* when its value occurs in the unit, its headings or its chunk; it is
+    *contradicted* when the unit or its headings name another value of the same kind (another
+    region, tier or payment method; another modifier of the same regime dimension) and not
+    the asked one; otherwise it is *absent*.
+    """
+    dims = dims or {}
+    near = _norm(unit.text + " " + " ".join(unit.context))
+    chunk = _norm(unit.chunk_text)
+    matched: dict[str, list[str]] = {}
+    conflicts: dict[str, list[str]] = {}
+    absent: dict[str, list[str]] = {}
+    strict_regime = [v for v in question["qualifiers"].get("regime", []) if _is_compound_regime(v, dims)]
+    for kind, values in question["qualifiers"].items():
+        hit = [v for v in values if _term_present(v, near)]
+        if hit:
+            matched[kind] = hit
+            continue
+        others = [o for o in _other_values(kind, question, dims) if len(o) >= 2 and o.lower() in near]
+        if others:
+            conflicts[kind] = others
+        elif any(_term_present(v, chunk) for v in values) and kind not in STRICT_KINDS:
+            matched[kind] = [v for v in values if _term_present(v, chunk)]
+        elif kind == "regime" and not strict_regime:
+            continue  # a bare modifier is weak evidence of a regime: binding decides
+        else:
+            absent[kind] = list(values)
+    return QualifierCheck(matched, conflicts, absent)
+
+
+# --------------------------------------------------------------------------- the gate
+
+
+@dataclass(frozen=True)
+class UnitVerdict:
+    """Whether one unit answers the question, and why."""
+
+    unit: Unit
+    answers: bool
+    fillers: tuple[Filler, ...]
+    binding: Binding
+    qualifiers: QualifierCheck
+    reason: str = ""
+
+
+def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = None,
+               weights: Mapping[str, float] | None = None, slot: Slot | None = None) -> UnitVerdict:
+    """Return whether ``unit`` answers ``question`` (filler of the slot, bound, qualifiers ok)."""
+    asked = slot or question["slot"]
+    dims = vocab.dimensions if vocab else {}
+    fillers = tuple(slot_fillers(asked, unit.text))
+    if asked == "count" and _CLASSIFIED_COUNT_RE.search(question["norm"]):
+        fillers = tuple(f for f in fillers if _COUNT_RE.fullmatch(f.text))
+    elif asked == "count":  # a bare 「多少」: any number answers (a phone number, a threshold)
+        fillers += tuple(Filler("count", m.group(0), m.start(), m.end())
+                         for m in _ANY_NUMBER_RE.finditer(_norm(unit.text)))
+    if asked == "date" and "几点" in question["norm"]:
+        fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
+                        for m in _CLOCK_RE.finditer(_norm(unit.text)))
+    subject = question_subject(question)
+    weights = weights if weights is not None else subject_weights(subject, vocab)
+    bind = subject_binding(subject, unit, weights, specific_term(weights))
+    if asked in VALUE_SLOTS and fillers and bind.found:
+        fillers = bound_fillers(fillers, unit, bind.found)
+    quals = qualifier_check(question, unit, dims)
+    reason = ""
+    if unit.superseded:
+        reason = "superseded"
+    elif not fillers:
+        reason = f"no {asked} filler"
+    elif not bind.bound:
+        reason = "subject not bound"
+    elif not quals.ok:
+        reason = "qualifier conflict" if quals.conflicts else "qualifier absent"
+    return UnitVerdict(unit, not reason, fillers, bind, quals, reason)
+
+
+def subject_weights(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str, float]:
+    """Weight subject terms by their rarity in the knowledge base (IDF over its chunks).
+
+    A term the knowledge base never uses (colloquial wording, a typo) weighs ``UNKNOWN_WEIGHT``:
+    it cannot be bound anywhere, so it must not decide. Without a vocabulary every term weighs 1.
+    """
+    import math
+
+    if vocab is None or not vocab.texts:
+        return dict.fromkeys(terms, 1.0)
+    n = len(vocab.texts)
+    out: dict[str, float] = {}
+    for term in terms:
+        df = vocab.document_frequency(term)
+        kb_idf = max(MIN_WEIGHT, math.log((n + 1) / (df + 0.5)))
+        out[term] = kb_idf * _general_specificity(term) if df else UNKNOWN_WEIGHT
+    return out
+
+
+def _general_specificity(term: str) -> float:
+    """Return how specific ``term`` is in general Chinese (jieba's IDF table, capped at 1).
+
+    A word rare in one knowledge base but everyday in the language (「东西」) must not decide
+    what the question is about; a word the table does not list counts as specific.
+    """
+    from jieba import analyse
+
+    table = analyse.default_tfidf
+    idf = table.idf_freq.get(term)
+    return 1.0 if idf is None else min(1.0, float(idf) / float(table.median_idf))
+
+
+def specific_term(weights: Mapping[str, float]) -> str | None:
+    """Return the noun the knowledge base uses most rarely among the subject terms.
+
+    That term must bind (be carried by the unit or its headings). Verbs and other words are
+    weighed in the share but never required on their own.
+    """
+    known = {t: w for t, w in weights.items() if w > UNKNOWN_WEIGHT and _is_nominal(t)}
+    return max(known, key=lambda t: known[t]) if known else None
+
+
+@lru_cache(maxsize=8192)
+def _is_nominal(term: str) -> bool:
+    """Return True when jieba tags ``term`` (as one word) as a noun, name or foreign word."""
+    import jieba.posseg as pseg
+
+    pairs = list(pseg.cut(term, HMM=False))
+    if len(pairs) != 1:
+        return len(term) >= 2  # an unknown compound the customer typed: treat as a name
+    flag = pairs[0].flag
+    return flag[:1] in ("n", "x", "j") or flag in ("eng", "vn", "an", "nz")
+
+
+@dataclass(frozen=True)
+class AnswerGate:
+    """The answerability decision over a turn's evidence."""
+
+    verdicts: tuple[UnitVerdict, ...]
+    parts_covered: tuple[bool, ...] = ()
+
+    @property
+    def answering(self) -> list[UnitVerdict]:
+        """Return the verdicts of the units that answer."""
+        return [v for v in self.verdicts if v.answers]
+
+    @property
+    def answerable(self) -> bool:
+        """Return True when at least one unit answers."""
+        return bool(self.answering)
+
+    @property
+    def partly_covered(self) -> bool:
+        """Return True for a multi-part question some of whose parts no unit answers."""
+        return bool(self.parts_covered) and not all(self.parts_covered) and any(self.parts_covered)
+
+    def evidence_ids(self) -> list[str]:
+        """Return the ids of the evidence items holding an answering unit (evidence order)."""
+        return list(dict.fromkeys(v.unit.evidence_id for v in self.answering))
+
+    def unit_ids(self) -> set[str]:
+        """Return the ids of the answering units."""
+        return {v.unit.id for v in self.answering}
+
+    def accepts(self, text: str) -> bool:
+        """Return True when ``text`` is (or contains) an answering unit's text."""
+        plain = _CITE_RE.sub("", text).strip(" 。；;，,")
+        return any(v.unit.text.strip(" 。；;，,") in plain or plain in v.unit.text for v in self.answering)
+
+
+def question_subject(question: Question) -> list[str]:
+    """Return the terms a unit must bind: the subject terms plus the question's own qualifiers.
+
+    A region, payment method or regime the question states is part of what it asks;
+    qualifiers carried from earlier turns are not.
+    """
+    own = [v for vals in question["qualifiers"].values() for v in vals
+           if v in question["norm"] and v not in question["subject_terms"]]
+    return list(dict.fromkeys([*question["subject_terms"], *own]))
+
+
+def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str]) -> tuple[Filler, ...]:
+    """Return the fillers that share a clause with a found subject term.
+
+    A table row is one binding unit (its header names the subject); so is a unit whose last
+    heading carries a found term (an FAQ question heading names what its answer is about).
+    """
+    if unit.row or (unit.context and any(_term_present(t, _norm(unit.context[-1])) for t in found)):
+        return tuple(fillers)
+    norm = _norm(unit.text)
+    bounds = [0] + [m.end() for m in _CLAUSE_RE.finditer(norm)] + [len(norm) + 1]
+    spans = list(zip(bounds, bounds[1:], strict=False))
+    keep = []
+    for filler in fillers:
+        for start, end in spans:
+            if start <= filler.start < end:
+                clause = norm[start:end]
+                if any(_term_present(t, clause) for t in found):
+                    keep.append(filler)
+                break
+    return tuple(keep)
+
+
+def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
+                  vocab: Vocabulary | None = None) -> AnswerGate:
+    """Judge every unit of the (non-tool) evidence against the question.
+
+    A multi-part question is judged part by part (``parts_covered``); a unit answers when it
+    answers the whole question or one of its parts.
+    """
+    units = evidence_units(evidence)
+    weights = subject_weights(question_subject(question), vocab)
+    verdicts = [judge_unit(question, u, vocab=vocab, weights=weights) for u in units]
+    covered: list[bool] = []
+    if question["parts"]:
+        from strategies.rules.question import analyze_question  # noqa: PLC0415
+
+        for part in question["parts"]:
+            sub = analyze_question(part, vocab=vocab)
+            sub["qualifiers"] = {**question["qualifiers"], **sub["qualifiers"]}
+            part_verdicts = [judge_unit(sub, u, vocab=vocab) for u in units]
+            covered.append(any(v.answers for v in part_verdicts))
+            verdicts = [a if a.answers or not b.answers else b
+                        for a, b in zip(verdicts, part_verdicts, strict=True)]
+    return AnswerGate(tuple(verdicts), tuple(covered))
+
+
+# --------------------------------------------------------------------------- verifier helpers
+
+
+def binding(subject: Sequence[str], value: str, units: Sequence[Unit]) -> Unit | None:
+    """Return the first unit that carries both ``value`` and the claim's ``subject``, or None.
+
+    A claim's value is supported only by a unit that also carries the claim's subject, not by
+    the value occurring anywhere in the cited chunk. ``subject`` empty: any unit with the value.
+    """
+    target = _norm(value)
+    for unit in units:
+        body = _norm(unit.text)
+        if target and target not in body:
+            continue
+        if not subject or subject_binding(subject, unit).bound:
+            return unit
+    return None
+
+
+def tool_field_supports(claim_field: str, value: str, record: Mapping[str, Any],
+                        labels: Mapping[str, str] | None = None) -> bool:
+    """Return True when ``record``'s field named ``claim_field`` holds ``value``.
+
+    ``claim_field`` is the label the claim uses (「签收时间」) or the data key; ``labels`` maps
+    data keys to labels. A value found only under another field does not count: an order's
+    签收时间 is not a ticket's 申请时间.
+    """
+    keys = [k for k, lab in (labels or {}).items() if lab == claim_field] or [claim_field]
+    target = _norm(value)
+    for key in keys:
+        if key in record and target and target in _norm(str(record[key])):
+            return True
+    return False
+
+
+def attribution(question: Question, unit: Unit, dims: Mapping[str, frozenset[str]] | None = None) -> str | None:
+    """Return why a cited unit cannot support a claim for this question, or None when it can.
+
+    A unit whose heading path or text names another regime, version, tier, region or payment
+    method than the question does (and not the question's own) is attributed to something else.
+    """
+    check = qualifier_check(question, unit, dims)
+    conflicts = {k: v for k, v in check.conflicts.items() if k in ATTRIBUTION_KINDS}
+    if conflicts:
+        kind, values = next(iter(conflicts.items()))
+        return f"资料属于其他{_KIND_LABELS.get(kind, kind)}（{'、'.join(values[:3])}）"
+    if unit.superseded and not question["qualifiers"].get("version"):
+        return "资料是已失效的旧版本"
+    return None
+
+
+_KIND_LABELS = {"region": "地区", "tier": "会员等级", "payment": "支付方式", "regime": "适用范围",
+                "version": "版本", "period": "时段", "category": "类目"}
+
+
+# --------------------------------------------------------------------------- the answerer gate
+
+UNCOVERED_PART = "您问题中的另一部分在当前知识库中没有找到相关信息，如需进一步帮助可以为您转接人工客服。"
+
+
+class GatedAnswerer:
+    """Wrap an answerer so that only evidence the gate accepts reaches it (the code decides).
+
+    No unit answers the question (and no tool result is there to report) → the fixed no-answer
+    reply with ``no_evidence``, whatever the wrapped answerer would have said; otherwise the
+    wrapped answerer sees the tool results and only the chunks holding an answering unit.
+    A multi-part question whose parts are only partly covered gets a sentence saying so.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        """Wrap ``inner`` (an ``Answerer``)."""
+        self.inner = inner
+
+    def answer(self, request: Any) -> Any:
+        """Return the wrapped answerer's draft over the accepted evidence, or the no-answer reply."""
+        from dataclasses import replace
+
+        from strategies.protocols import Draft
+        from strategies.rules.answer import NO_ANSWER
+
+        question = request.turn.question
+        chunks = [e for e in request.evidence if e.get("kind") != "tool"]
+        if not question or not question.get("text") or not chunks:
+            return self.inner.answer(request)
+        gate = answerability(question, chunks, vocab=request.turn.vocab)
+        tools = [e for e in request.evidence if e.get("kind") == "tool"]
+        accepted = set(gate.evidence_ids())
+        if not gate.answerable and not tools:
+            return Draft(text=NO_ANSWER, fail_reason="no_evidence")
+        kept = [e for e in request.evidence if e.get("kind") == "tool" or str(e.get("id")) in accepted]
+        draft = self.inner.answer(replace(request, evidence=kept))
+        if gate.partly_covered and draft.text != NO_ANSWER:
+            draft = replace(draft, text=draft.text + UNCOVERED_PART)
+        return draft
+
+
+# --------------------------------------------------------------------------- claim binding
+
+_VALUE_RE = re.compile(
+    rf"{_NUM}\s*(?:{_TIME_UNIT[3:-1]}|万元|元|%|折|倍|{_CLASSIFIER[3:-1]})"
+    r"|\d{4}-\d{2}-\d{2}|\d{1,2}\s*[:：]\s*\d{2}")
+_DATE_PART_RE = re.compile(r"^\s*(?:月|\d{1,2}\s*[日号])")
+_DATE_PART_BEFORE_RE = re.compile(r"\d\s*[年月]\s*$")
+MIN_CLAUSE_SHARE = 0.34  # share of a claim clause's other terms its value's evidence clause carries
+MIN_CLAUSE_TERMS = 2  # … checked only when the clause names no qualifier and has this many terms
+
+
+def _clause_terms(clause: str, value: str) -> list[str]:
+    """Return the content words of a claim clause, without the value and form words."""
+    from strategies.rules.question import _FORM_WORDS, _words
+
+    rest = clause.replace(value, " ")
+    return [w for w, flag in _words(rest) if len(w) >= 2 and _HAN_RE.search(w) and w not in _FORM_WORDS
+            and flag[:1] not in "dpcurfmqyeo"]
+
+
+def _entities(text: str, vocab: Vocabulary | None) -> list[str]:
+    """Return the qualifier words ``text`` names: regions, tiers, payment methods, regime values."""
+    from strategies.rules.question import _closed_lists
+
+    tiers, payments = _closed_lists()
+    pool = list(_region_words()) + list(tiers) + list(payments)
+    if vocab is not None:
+        pool += [v for v in vocab.values() if len(v) >= 2]
+    low = text.lower()
+    found = [w for w in sorted(set(pool), key=len, reverse=True) if w and w.lower() in low]
+    return [w for w in found if not any(w != o and w in o for o in found)]
+
+
+_HAN_RE = re.compile(r"[\u4e00-\u9fff]")
+
+
+def claim_binding(sentence: str, units: Sequence[Unit], vocab: Vocabulary | None = None) -> list[str]:
+    """Return binding problems of one answer sentence against the units it cites.
+
+    For every value (a number with its unit, a date, a clock time) of a claim clause, each
+    qualifier the clause names (region, tier, payment method, regime) must be bound to it in the
+    cited evidence: in the same evidence clause, table row or headings as the value. A qualifier
+    the evidence binds to *another* value of the same unit (「新疆…199元」 when the claim says
+    「新疆…99元」) is a binding error; one the evidence never binds to a value of that unit (the
+    chunk's subject carried over from the previous sentence) is not.
+    A clause without qualifiers needs ``MIN_CLAUSE_SHARE`` of its other content words there
+    instead (when it has at least ``MIN_CLAUSE_TERMS``). A value that no cited unit carries at
+    all is left to the presence checks.
+    """
+    problems: list[str] = []
+    norm = _norm(_CITE_RE.sub("", sentence))
+    cited = _norm(" ".join(u.text + " " + " ".join(u.context) for u in units))
+    for clause in (c for c in _CLAUSE_RE.split(norm) if c.strip()):
+        for match in _VALUE_RE.finditer(clause):
+            value = re.sub(r"\s+", "", match.group(0))
+            holders = _value_holders(value, units)
+            if not holders:
+                continue
+            if _DATE_PART_RE.match(clause[match.end():]) or _DATE_PART_BEFORE_RE.search(clause[:match.start()]):
+                continue  # a piece of a date (「12月31日」): dates are checked whole elsewhere
+            entities = [e for e in _entities(clause.replace(match.group(0), " "), vocab)
+                        if _term_present(e.lower(), cited)]
+            unbound = [e for e in entities if not any(_binds(scope, [e], []) for scope in holders)]
+            taken = [e for e in unbound if _bound_elsewhere(e, value, units)]
+            if taken:
+                problems.append(f"数值「{value}」在引用资料中不属于「{'、'.join(taken)}」")
+    return problems
+
+
+def _value_holders(value: str, units: Sequence[Unit]) -> list[str]:
+    """Return the scopes (evidence clause + headings, or a whole row) that carry ``value``."""
+    scopes: list[str] = []
+    pattern = re.compile(rf"(?<![\d.]){re.escape(value)}")
+    for unit in units:
+        body = re.sub(r"\s+", "", _norm(unit.text))
+        if not pattern.search(body):
+            continue
+        context = _norm(" ".join(unit.context))
+        if unit.row:
+            scopes.append(body + " " + context)
+            continue
+        scopes += [c + " " + context for c in _CLAUSE_RE.split(body) if pattern.search(c)]
+    return scopes
+
+
+def _bound_elsewhere(entity: str, value: str, units: Sequence[Unit]) -> bool:
+    """Return True when the evidence binds ``entity`` to another value of ``value``'s unit."""
+    unit_of = re.sub(r"^[\d.\s-]+", "", value)
+    if not unit_of:
+        return False
+    other = re.compile(rf"(?<![\d.])(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s*{re.escape(unit_of)}")
+    for unit in units:
+        body = re.sub(r"\s+", "", _norm(unit.text))
+        scopes = [body] if unit.row else _CLAUSE_RE.split(body)
+        for scope in scopes:
+            if _term_present(entity.lower(), scope) and any(
+                    m.group(0) != value for m in other.finditer(scope)):
+                return True
+    return False
+
+
+def _binds(scope: str, entities: Sequence[str], terms: Sequence[str]) -> bool:
+    if entities:
+        return all(_term_present(e.lower(), scope) for e in entities)
+    if len(terms) < MIN_CLAUSE_TERMS:
+        return True
+    return sum(1 for t in terms if _term_present(t, scope)) / len(terms) >= MIN_CLAUSE_SHARE
+
+
+MIN_SUPPORT_OVERLAP = 0.6  # share of a claim's bigrams a unit must carry to count as its support
+
+
+def supporting_units(sentence: str, units: Sequence[Unit]) -> list[Unit]:
+    """Return the units a claim sentence rests on (those carrying most of its wording).
+
+    The units that contain the sentence (or that it contains) when there are any; else those
+    carrying at least ``MIN_SUPPORT_OVERLAP`` of the sentence's character bigrams; else the
+    single best unit, if it carries any.
+    """
+    plain = re.sub(r"[\s。；;，,！!？?]", "", _norm(_CITE_RE.sub("", sentence)))
+    if not plain or not units:
+        return []
+    grams = {plain[i:i + 2] for i in range(len(plain) - 1)} or {plain}
+    scored: list[tuple[float, Unit]] = []
+    for unit in units:
+        body = re.sub(r"[\s。；;，,！!？?]", "", _norm(unit.text))
+        if body and (body in plain or plain in body):
+            scored.append((1.0, unit))
+            continue
+        scored.append((sum(1 for g in grams if g in body) / len(grams), unit))
+    exact = [u for share, u in scored if share == 1.0]
+    if exact:
+        return exact
+    good = [u for share, u in scored if share >= MIN_SUPPORT_OVERLAP]
+    if good:
+        return good
+    best_share, best = max(scored, key=lambda su: su[0])
+    return [best] if best_share > 0 else []

@@ -1,0 +1,457 @@
+"""Question analysis: the asked slot, subject terms, qualifiers, ids and parts, once per turn.
+
+The asked slot comes from the question's *form*: its interrogative words (「什么时候」 asks for a
+date, 「多久」 for a duration, 「多少钱」 for an amount, 「几个」/「多少」 + a classifier for a count,
+「谁」/「哪家」 for a person or organisation, 「哪里」 for a place, 「能不能」/「…吗」 for yes or no,
+「怎么」 for a procedure, 「为什么」 for a reason). A statement, a greeting or a bare order id asks
+for nothing (``none``); so does an open 「…是什么」/「有哪些」 question, whose answer is any unit
+bound to its subject. Nothing here looks at what the question is about.
+
+Qualifiers narrow the answer: a region (jieba's place tags, the city gazetteer and jionlp's
+location parser), a period (time expressions), a version (「旧版」, 「v2」, 「2024版」), a member tier
+and payment method (the shared closed word lists), and *regime* terms derived from the knowledge
+base itself: the modifiers that distinguish sibling headings and titles (「跨境商品」 vs 「生鲜商品」,
+「Plus会员」 vs 「普通会员」), see :class:`Vocabulary`. Carried-forward customer facts
+(「地区：新疆（客户陈述）」) fill a kind the question does not name itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from contracts.facts import Fact
+from contracts.question import Question, Slot
+from knowledge.gazetteer import province_of
+from knowledge.normalize import normalize_text
+
+logger = logging.getLogger(__name__)
+
+# --------------------------------------------------------------------------- question forms
+# Each slot: interrogative patterns over the normalised question (numerals already digits).
+_CLASSIFIERS = "个|次|张|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|折"
+_TIME_UNITS = "天|日|工作日|个工作日|小时|个小时|分钟|周|星期|个月|月|年"
+_MONEY = "钱|元|块|费|价|金额|运费|邮费|手续费|利息|年费|押金|定金|尾款|补贴|赔偿|退款金额"
+_FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
+    ("reason", re.compile(r"为什么|为啥|为何|什么原因|怎么回事|原因是|\bwhy\b")),
+    ("duration", re.compile(
+        rf"多久|多长时间|多长|几(?:{_TIME_UNITS})|多少(?:{_TIME_UNITS})|要多少时间|时效是"
+        r"|\bhow long\b|\bhow many (?:days|hours|weeks|months|years)\b")),
+    ("amount", re.compile(
+        rf"多少(?:{_MONEY})|(?:{_MONEY})(?:是|要|收|为)?多少|几(?:块|元|毛)|多贵|价格是|什么价"
+        rf"|(?:{_MONEY})怎么(?:算|收|计算)|满多少|赔多少|退多少|补多少|怎么收费|收费标准|怎么算(?:钱|运费|费用)"
+        r"|\bhow much\b|\bcost\b|\bprice\b|\bfee\b")),
+    ("date", re.compile(
+        r"什么时候|啥时候|何时|哪天|哪一天|几号|几月|哪年|哪一年|几点|什么时间|哪个月|截止到?哪"
+        r"|\bwhen\b|\bwhat (?:date|time|day)\b")),
+    ("count", re.compile(
+        rf"几(?:{_CLASSIFIERS})|多少(?:{_CLASSIFIERS})|(?:最多|最少|最高|最低|上限|下限|一共|总共)是?(?:能|可以)?[^，。？?]{{0,6}}(?:几|多少)"
+        r"|多少\s*[?？]?\s*$|\bhow many\b")),
+    ("person_org", re.compile(
+        r"谁|哪家|哪个公司|哪位|什么人|什么公司|哪个(?:快递|部门|银行|机构|平台|商家)|由哪"
+        r"|\bwho\b|\bwhich (?:company|courier|bank)\b")),
+    ("place", re.compile(
+        r"哪里|哪儿|什么地方|哪个(?:城市|省|地区|地方|国家)|哪些(?:地区|城市|省份?|地方|国家)|在哪|去哪|寄到哪|退到哪|退哪"
+        r"|\bwhere\b")),
+    ("yesno", re.compile(
+        r"能不能|可不可以|可以吗|能吗|行吗|是否|是不是|会不会|有没有|要不要|需不需要|用不用|算不算|包不包|支不支持"
+        r"|([\u4e00-\u9fff])不\1|吗|还是|[不没]\s*[?？]?\s*$|么\s*[?？]\s*$"
+        r"|^(?:can|could|is|are|does|do|will|should|may|am)\b")),
+    ("procedure", re.compile(
+        r"怎么|怎样|如何|咋|流程|步骤|办法|方法|\bhow (?:do|can|to|should)\b|\bhow\b")),
+)
+_OPEN_FORMS = re.compile(r"什么|哪些|哪个|多少|几|\bwhat\b|\bwhich\b")
+# Words of a question's form (never subject terms).
+_FORM_WORDS = frozenset("""
+请问 问一下 想问 想知道 知道 一下 你们 我们 我的 我 你 您 他 她 它 这个 那个 这 那 的 了 吗 呢 吧 啊 呀 么
+什么 什么时候 啥时候 何时 哪天 哪一天 几号 几点 多久 多长 多长时间 多少 几 几天 怎么 怎样 如何 咋
+能不能 可不可以 可以 能 能否 是否 是不是 会不会 有没有 要不要 需不需要 为什么 为啥 哪里 哪儿 哪家
+谁 哪 哪个 哪些 有 是 要 会 吗 呗 嘛 哦 还 又 就 都 也 给 把 被 让 用 在 和 与 及 或 或者 一般 大概
+时候 时间 需要 请 帮 帮我 查 查一下 问 问问 告诉 说 一个 现在 目前 另外 还有 以及 顺便 那 那么 如果
+最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没
+how what when where who why which whom whose does do did is are was were can could will would
+should may might a an the to of for in on at by with my your our their it this that i you we
+me much many long
+""".split())
+_COUNT_WORD_RE = re.compile(r"^(?:几|多少)")
+# jieba tag initials of function words (adverbs, prepositions, conjunctions, particles, pronouns,
+# locality words, numerals, quantifiers, modal particles, interjections): never subject terms.
+_FUNCTION_TAGS = frozenset("dpcurfmqyeo")
+_ORDER_ID_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{1,4}\d{8,}(?![A-Za-z0-9])")
+_PART_SPLIT_RE = re.compile(r"[？?；;]+|[，,。](?=\s*(?:另外|还有|以及|顺便|再问|再就是|and also))")
+_VERSION_RE = re.compile(
+    r"旧版|老版|新版|现行|最新版|上一版|以前的(?:规则|政策|版本)|之前的(?:规则|政策|版本)"
+    r"|\bv\d+(?:\.\d+)*\b|\d{4}年?版")
+_PERIOD_RE = re.compile(
+    r"[\u4e00-\u9fff\d]{1,6}期间|[\u4e00-\u9fff]{1,4}节(?:前|后|期间)?|双\d{1,2}|\d{1,2}\.\d{1,2}"
+    r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]|\d{1,2}月份|周末|工作日|节假日|大促")
+_LATIN_WORD_RE = re.compile(r"[a-z][a-z0-9+.]*")
+_HAN_RE = re.compile(r"[\u4e00-\u9fff]")
+_FACT_KINDS = {"地区": "region", "支付方式": "payment", "会员等级": "tier"}
+_SPLIT_MIN_CHARS = 4
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Qualifier terms derived from a knowledge base's titles and heading paths.
+
+    A *dimension* is a head word that several headings qualify differently (「会员」 in
+    「Plus会员」 and 「普通会员」; 「商品」 in 「跨境商品」 and 「生鲜商品」); its *values* are those
+    modifiers. Two values of one dimension contradict each other. ``tiers`` and ``payments``
+    are the shared closed word lists (kinds the KB may not name in a heading).
+
+    Attributes:
+        dimensions: Head word → the modifiers found before it in headings and titles.
+        tiers: Member tiers (closed word list).
+        payments: Payment methods (closed word list).
+        texts: The normalised chunk texts (title, headings, text) for term rarity.
+
+    """
+
+    dimensions: dict[str, frozenset[str]] = field(default_factory=dict)
+    tiers: tuple[str, ...] = ()
+    payments: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
+
+    def document_frequency(self, term: str) -> int:
+        """Return how many knowledge-base texts (chunks with their headings) contain ``term``."""
+        return sum(1 for text in self.texts if term in text)
+
+    def values(self) -> dict[str, str]:
+        """Return every regime value (modifier, and modifier+head) → its dimension's head."""
+        out: dict[str, str] = {}
+        for head, mods in self.dimensions.items():
+            for mod in mods:
+                out.setdefault(mod, head)
+                out.setdefault(mod + head, head)
+        return out
+
+
+def _closed_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Return (tiers, payments) from the shared word lists (wherever the rules keep them)."""
+    for module_name in ("strategies.rules.lexicon", "nodes.lexicon"):
+        try:
+            module = __import__(module_name, fromlist=["MEMBER_TIERS"])
+        except ImportError:
+            continue
+        tiers = tuple(t.lower() for t in getattr(module, "MEMBER_TIERS", ()))
+        payments = tuple(p.lower() for p in getattr(module, "PAYMENT_METHODS", ()))
+        return tiers, payments
+    return (), ()
+
+
+def _tagged(text: str) -> list[tuple[str, str]]:
+    """Return jieba's precise-mode (word, part-of-speech) pairs (shop words loaded, no HMM)."""
+    import jieba.posseg as pseg
+
+    from knowledge.normalize import _tokenizer
+
+    _tokenizer()  # the shared dictionary with the shop words
+    return [(p.word, p.flag) for p in pseg.cut(text, HMM=False) if p.word.strip()]
+
+
+def _words(text: str) -> list[tuple[str, str]]:
+    """Return precise-mode (word, tag) pairs; runs of single Han non-nouns are joined.
+
+    Without the HMM, jieba leaves words it does not know as single characters (「海」「淘」);
+    joined (tag ``run``), they are the term the customer typed rather than noise. A single-
+    character noun (「券」) stays a word of its own.
+    """
+    out: list[tuple[str, str]] = []
+    run = ""
+    for word, flag in _tagged(text):
+        if len(word) == 1 and _HAN_RE.match(word) and word not in _FORM_WORDS and flag != "n":
+            run += word
+            continue
+        if len(run) >= 2:
+            out.append((run, "run"))
+        run = ""
+        out.append((word, flag))
+    if len(run) >= 2:
+        out.append((run, "run"))
+    return out
+
+
+# Parts of speech (jieba) of a heading's modifier and head: nouns, distinguishing words,
+# place words, English words and the dictionary's added words ("x"); never numerals or verbs.
+_MODIFIER_TAGS = frozenset({"n", "nz", "eng", "a", "b", "vn", "s", "ns", "nt", "x", "j", "an"})
+_HEAD_TAGS = frozenset({"n", "vn", "nz", "x", "j"})
+MIN_DIMENSION_VALUES = 2  # a head qualified at least this many different ways is a dimension
+MAX_MODIFIER_CHARS = 6
+
+
+def _split_compounds(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Split dictionary compounds that end in another word (「plus会员」 → 「plus」 + 「会员」).
+
+    The shop dictionary lists some qualified terms as one word; split, their modifier shows.
+    """
+    from knowledge.normalize import _tokenizer
+
+    freq: dict[str, int] = _tokenizer().FREQ
+    out: list[tuple[str, str]] = []
+    for word, flag in pairs:
+        split = None
+        for cut in range(1, len(word) - 1):
+            head, mod = word[cut:], word[:cut]
+            latin = bool(_LATIN_WORD_RE.fullmatch(mod))
+            if len(head) >= 2 and freq.get(head, 0) > 0 and (latin or len(mod) >= 2):
+                split = [(mod, "eng" if latin else "n"), (head, "n")]
+                break
+        out.extend(split or [(word, flag)])
+    return out
+
+
+def build_vocabulary(headings: Iterable[Sequence[str]], texts: Iterable[str] = ()) -> Vocabulary:
+    """Derive the regime vocabulary from heading paths (each a title plus its headings).
+
+    For every heading, each word followed by a (two-character or longer) word is a candidate
+    modifier of that head; a head with at least two different modifiers across the knowledge
+    base is a dimension. A modifier that is itself a dimension's head is dropped (「商品退货」
+    does not make 「商品」 a value of 「退货」).
+
+    Args:
+        headings: Sequences of heading strings (title first), one per chunk or document.
+        texts: The chunk texts (with their headings), for term rarity.
+
+    """
+    mods: dict[str, set[str]] = {}
+    unique = {str(h) for path in headings for h in path}
+    for heading in unique:
+        pairs = _split_compounds(_tagged(normalize_text(heading)))
+        for (mod, mflag), (head, hflag) in zip(pairs, pairs[1:], strict=False):
+            if hflag not in _HEAD_TAGS or mflag not in _MODIFIER_TAGS or len(head) < 2:
+                continue
+            if (len(mod) >= 2 and _HAN_RE.search(mod) or mflag == "eng") \
+                    and len(mod) <= MAX_MODIFIER_CHARS and mod not in _FORM_WORDS:
+                mods.setdefault(head, set()).add(mod)
+    dims = {h: m for h, m in mods.items() if len(m) >= MIN_DIMENSION_VALUES}
+    heads = set(dims)
+    cleaned = {h: frozenset(m - heads) for h, m in dims.items()}
+    tiers, payments = _closed_lists()
+    return Vocabulary(dimensions={h: m for h, m in cleaned.items() if len(m) >= MIN_DIMENSION_VALUES},
+                      tiers=tiers, payments=payments, texts=tuple(normalize_text(t) for t in texts))
+
+
+_VOCAB_LOCK = threading.Lock()
+_VOCAB_CACHE: dict[int, tuple[Any, Vocabulary]] = {}
+
+
+def vocabulary_for(retriever: Any) -> Vocabulary:
+    """Return the (cached) vocabulary of a retriever's chunks (titles and heading paths).
+
+    A retriever without ``chunks()`` gives the closed lists only.
+    """
+    key = id(retriever)
+    with _VOCAB_LOCK:
+        hit = _VOCAB_CACHE.get(key)
+        if hit is not None and hit[0] is retriever:
+            return hit[1]
+    chunks_fn = getattr(retriever, "chunks", None)
+    paths: list[list[str]] = []
+    texts: list[str] = []
+    if callable(chunks_fn):
+        try:
+            seen: set[tuple[str, ...]] = set()
+            for chunk in chunks_fn():
+                path = (str(getattr(chunk, "title", "")), *map(str, getattr(chunk, "heading_path", ())))
+                texts.append(" ".join(path) + " " + str(getattr(chunk, "text", "")))
+                if path not in seen:
+                    seen.add(path)
+                    paths.append(list(path))
+        except Exception as exc:  # noqa: BLE001 - a retriever without chunk listing still works
+            logger.warning("no vocabulary from retriever: %s", exc)
+    vocab = build_vocabulary(paths, texts)
+    with _VOCAB_LOCK:
+        _VOCAB_CACHE[key] = (retriever, vocab)
+    return vocab
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def normalize_question(text: str) -> str:
+    """Return the question normalised for matching (width, simplified, numerals, case, ranges)."""
+    norm = normalize_text(text)
+    norm = re.sub(r"(\d)\s*(?:~|～|－|—|–|至|到)\s*(\d)", r"\1-\2", norm)
+    return re.sub(r"(\d)\s*个(工作日|小时|月)", r"\1\2", norm)
+
+
+def asked_slot(norm: str) -> Slot:
+    """Return the slot a (normalised) question's form asks for (see the module docstring)."""
+    if not norm.strip():
+        return "none"
+    for slot, pattern in _FORMS:
+        if pattern.search(norm):
+            return slot
+    return "none"
+
+
+def is_question(norm: str) -> bool:
+    """Return True when ``norm`` has an interrogative form (a typed slot or an open 什么/哪些)."""
+    return asked_slot(norm) != "none" or bool(_OPEN_FORMS.search(norm)) or norm.rstrip().endswith(("?", "？"))
+
+
+def _regions(text: str) -> list[str]:
+    """Return the regions ``text`` names: jieba place tags, gazetteer cities, jionlp provinces."""
+    import jieba.posseg as pseg
+
+    from knowledge.normalize import _tokenizer
+
+    _tokenizer()  # make sure the shared dictionary (shop words) is loaded
+    found: list[str] = []
+    for pair in pseg.cut(text, HMM=False):
+        word, flag = pair.word, pair.flag
+        province = province_of(word)
+        if province:
+            found += [word, province]
+        elif word in _known_regions():
+            found.append(word)
+        elif flag == "ns" and len(word) >= 2 and word.endswith(_PLACE_SUFFIXES):
+            parsed = _parse_location(word) or {}
+            if parsed.get("province") and word in str(parsed.get("full_location", "")):
+                found.append(word)
+                found.append(_short_place(str(parsed["province"])))
+    return list(dict.fromkeys(f for f in found if f))
+
+
+@lru_cache(maxsize=1)
+def _known_regions() -> frozenset[str]:
+    """Return the shared region word list (provinces, macro-regions such as 「江浙沪」)."""
+    try:
+        from strategies.rules.lexicon import REGIONS
+    except ImportError:  # pragma: no cover - the lexicon moved
+        return frozenset()
+    return frozenset(REGIONS)
+
+
+def _short_place(name: str) -> str:
+    """Return the short form of a province-level name (「新疆维吾尔自治区」 → 「新疆」)."""
+    return re.sub(r"(?:维吾尔|壮族|回族)?(?:自治区|特别行政区|省|市)$", "", name)
+
+
+_PLACE_SUFFIXES = ("省", "市", "县", "区", "州", "盟", "旗", "镇")
+
+
+@lru_cache(maxsize=4096)
+def _parse_location(text: str) -> dict[str, Any] | None:
+    """Run jionlp's location parser (its import prints a banner: kept off stdout)."""
+    import contextlib
+    import io
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            import jionlp
+
+            result = jionlp.parse_location(text)
+    except Exception as exc:  # noqa: BLE001 - a parser failure only loses a qualifier
+        logger.debug("parse_location failed: %s", exc)
+        return None
+    return result if isinstance(result, dict) else None
+
+
+def _qualifiers(norm: str, vocab: Vocabulary) -> dict[str, list[str]]:
+    quals: dict[str, list[str]] = {}
+
+    def add(kind: str, value: str) -> None:
+        if value and value not in quals.setdefault(kind, []):
+            quals[kind].append(value)
+
+    for region in _regions(norm):
+        add("region", region)
+    for tier in sorted(vocab.tiers, key=len, reverse=True):
+        if tier in norm and not any(tier in t for t in quals.get("tier", [])):
+            add("tier", tier)
+    for pay in sorted(vocab.payments, key=len, reverse=True):
+        if pay in norm and not any(pay in p for p in quals.get("payment", [])):
+            add("payment", pay)
+    for match in _VERSION_RE.finditer(norm):
+        add("version", match.group(0))
+    for match in _PERIOD_RE.finditer(norm):
+        add("period", match.group(0))
+    taken = {v for vals in quals.values() for v in vals}
+    words = {w for w, _ in _words(norm)}
+    for value, head in sorted(vocab.values().items(), key=lambda kv: -len(kv[0])):
+        whole = value in words or (value.endswith(head) and value != head and value in norm)
+        if len(value) >= 2 and whole and value != head and not any(value in t for t in taken):
+            add("regime", value)
+            taken.add(value)
+    return {k: v for k, v in quals.items() if v}
+
+
+def _fact_qualifiers(facts: Sequence[Fact | str] | None) -> dict[str, list[str]]:
+    """Return qualifiers from carried-forward facts (``contracts.facts.Fact``).
+
+    Rendered strings such as 「地区：新疆（客户陈述）」 are accepted too.
+    """
+    out: dict[str, list[str]] = {}
+    for fact in facts or []:
+        if isinstance(fact, Mapping):
+            kind, value = str(fact.get("kind", "")), str(fact.get("value", "")).strip().lower()
+            kind = kind if kind in _FACT_KINDS.values() else ""
+        else:
+            label, _, rest = str(fact).partition("：")
+            kind = _FACT_KINDS.get(label.strip(), "")
+            value = rest.split("（", 1)[0].strip().lower()
+        if kind and value and value not in out.get(kind, []):
+            out.setdefault(kind, []).append(value)
+    return out
+
+
+def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+    """Return (tokens, subject terms): content words minus form words and qualifier values."""
+    pairs = [(w, f) for w, f in _words(norm) if (_HAN_RE.search(w) or re.search(r"[a-z0-9]", w))
+             and w not in _FORM_WORDS and not _COUNT_WORD_RE.match(w)]
+    tokens = [w for w, _ in pairs]
+    qual_values = {v for vals in quals.values() for v in vals}
+    subject = []
+    for word, flag in pairs:
+        if word in qual_values or any(word in v and len(word) < len(v) for v in qual_values if v in norm):
+            continue
+        if flag[:1] in _FUNCTION_TAGS and flag not in ("vn", "nz"):
+            continue
+        if len(word) >= 2 and not word.isdigit() or flag == "n":
+            subject.append(word)
+    return tokens, list(dict.fromkeys(subject))
+
+
+def split_parts(text: str) -> list[str]:
+    """Return the sub-questions of a multi-part question (``[]`` for a single question)."""
+    pieces = [p.strip(" ，,。") for p in _PART_SPLIT_RE.split(text)]
+    pieces = [p for p in pieces if len(p) >= _SPLIT_MIN_CHARS]
+    asking = [p for p in pieces if is_question(normalize_question(p))]
+    return asking if len(asking) >= 2 else []
+
+
+def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,
+                     vocab: Vocabulary | None = None) -> Question:
+    """Analyse a customer question once per turn (never raises).
+
+    Args:
+        text: The raw question (any script; English and mixed text are handled).
+        facts: Carried-forward facts (``state["facts"]``, :class:`contracts.facts.Fact`); the
+            customer's region, payment method and tier fill a kind the question does not name.
+        vocab: The knowledge base's regime vocabulary (:func:`vocabulary_for`); closed lists only
+            when None.
+
+    Returns:
+        The :class:`contracts.question.Question`.
+
+    """
+    raw = str(text or "")
+    vocab = vocab or Vocabulary(tiers=_closed_lists()[0], payments=_closed_lists()[1])
+    norm = normalize_question(raw)
+    order_ids = [m.upper() for m in _ORDER_ID_RE.findall(normalize_text(raw))]
+    bare = _ORDER_ID_RE.sub(" ", norm)
+    parts = split_parts(raw)
+    slot = asked_slot(normalize_question(parts[0]) if parts else bare)
+    quals = _qualifiers(bare, vocab)
+    for kind, values in _fact_qualifiers(facts).items():
+        quals.setdefault(kind, values)
+    tokens, subject = _subject_terms(bare, quals)
+    return Question(text=raw, norm=norm, tokens=tokens, slot=slot, subject_terms=subject,
+                    qualifiers=quals, order_ids=list(dict.fromkeys(order_ids)), parts=parts)

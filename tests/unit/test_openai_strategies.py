@@ -1,0 +1,207 @@
+"""LLM strategies that are never worse than offline (issue 10.2–10.5), with the scripted fake model."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from contracts.question import empty_question
+from shop.decls import REGISTRY
+from strategies.llm.answer import LLMAnswerer, attach_citations, key_facts
+from strategies.llm.naive import naive_answer
+from strategies.llm.router import LLMRouter
+from strategies.llm.structured import value_probability
+from strategies.protocols import AnswerRequest, Draft, Turn
+from strategies.rules.profiles import load_profile
+from strategies.rules.tools import RulesToolPlanner
+from tests.fakes import ScriptedChatModel, ScriptExhausted
+
+SPECS = tuple(REGISTRY.specs())
+PROFILE = load_profile("shop")
+EVIDENCE: list[Any] = [
+    {"id": "returns#1", "kind": "chunk", "text": "七天无理由退货：商品签收后7天内可申请，退货运费由买家承担。",
+     "superseded": False},
+    {"id": "ship#2", "kind": "chunk", "text": "订单满99元包邮，偏远地区除外。", "superseded": False},
+]
+
+
+def turn(text: str, slot: str = "none") -> Turn:
+    question = empty_question(text)
+    question["slot"] = slot  # type: ignore[typeddict-item]
+    return Turn(question=question, profile=PROFILE, tools=SPECS)
+
+
+def route_message(route: str, *, domain: str = "after_sales", confidence: float = 0.95,
+                  route_logprob: float | None = None) -> AIMessage:
+    """A BoundaryDecision reply; with ``route_logprob`` it carries per-token logprobs."""
+    head = '{"route": "'
+    rest = f'", "domain": "{domain}", "intent": "knowledge", "confidence": {confidence}, "reason": "r"}}'
+    content = head + route + rest
+    meta: dict[str, Any] = {}
+    if route_logprob is not None:
+        tokens = [(head, -0.01), (route, route_logprob), (rest, -0.02)]
+        meta = {"logprobs": {"content": [{"token": t, "logprob": lp} for t, lp in tokens]}}
+    return AIMessage(content, response_metadata=meta)
+
+
+def router(*script: Any) -> tuple[LLMRouter, ScriptedChatModel]:
+    llm = ScriptedChatModel(list(script))
+    return LLMRouter(llm, RulesToolPlanner()), llm
+
+
+# --- router -----------------------------------------------------------------------------------
+
+
+def test_route_probability_comes_from_the_route_token_logprob() -> None:
+    message = route_message("answer", route_logprob=math.log(0.8))
+    assert value_probability(message, "route") == pytest.approx(0.8)
+    assert value_probability(route_message("answer"), "route") is None  # no logprobs
+
+
+def test_confident_llm_route_is_taken_with_its_token_probability() -> None:
+    r, _ = router(route_message("answer", route_logprob=math.log(0.9)))
+    decision = r.route(turn("这个东西一般能用多长时间呢"))
+    assert decision is not None and decision["route"] == "answer"
+    assert decision["confidence"] == pytest.approx(0.9, abs=1e-3)
+    assert "logprobs" in decision["boundary_reason"]
+
+
+def test_self_reported_confidence_is_never_reported_as_a_probability() -> None:
+    r, _ = router(route_message("answer", confidence=0.99))
+    decision = r.route(turn("这个东西一般能用多长时间呢"))
+    assert decision is not None and decision["confidence"] == 0.0
+    assert "no logprobs" in decision["boundary_reason"]
+
+
+def test_refusal_of_a_whitelisted_domain_is_overruled() -> None:
+    r, _ = router(route_message("refuse", domain="medical", route_logprob=math.log(0.97)))
+    assert r.route(turn("七天无理由退货的运费谁承担？")) is None  # 退货: whitelisted words
+    r, _ = router(route_message("refuse", domain="after_sales", route_logprob=math.log(0.97)))
+    assert r.route(turn("这个东西一般能用多长时间呢")) is None  # stated domain is whitelisted
+    assert "whitelisted" in r.overruled[-1]
+
+
+def test_out_of_scope_refusal_stands() -> None:
+    r, _ = router(route_message("refuse", domain="other_platform", route_logprob=math.log(0.95)))
+    decision = r.route(turn("隔壁那家店的东西值得买吗"))
+    assert decision is not None and decision["route"] == "refuse"
+    assert decision.get("status") == "refused"
+
+
+@pytest.mark.parametrize("route", ["tool", "confirm"])
+def test_tool_or_confirm_route_without_a_named_action_is_overruled(route: str) -> None:
+    r, _ = router(route_message(route, route_logprob=math.log(0.99)))
+    assert r.route(turn("这个东西一般能用多长时间呢")) is None
+    assert "names no profile action" in r.overruled[-1]
+
+
+def test_unsure_route_goes_to_the_rules() -> None:
+    r, _ = router(route_message("chitchat", route_logprob=math.log(0.2)))
+    assert r.route(turn("这个东西一般能用多长时间呢")) is None
+    r, _ = router(route_message("answer", confidence=0.1))  # no logprobs: the veto only
+    assert r.route(turn("这个东西一般能用多长时间呢")) is None
+
+
+def test_what_the_rules_decide_costs_no_llm_call() -> None:
+    r, llm = router()  # an empty script: any call would raise ScriptExhausted
+    decision = r.route(turn("订单 SO2026112000102 的耳机我不想要了，帮我申请退货退款"))
+    assert decision is not None and decision["route"] in ("confirm", "clarify")
+    assert llm.prompts == []
+
+
+# --- answerer ---------------------------------------------------------------------------------
+
+
+def test_missing_tag_is_attached_only_where_one_unit_supports_the_sentence() -> None:
+    text, n = attach_citations("退货运费由买家承担。满99元包邮。退货运费由商城承担。", EVIDENCE)
+    assert n == 2
+    assert text == "退货运费由买家承担【来源:returns#1】。满99元包邮【来源:ship#2】。退货运费由商城承担。"
+    untouched = "退货运费由买家承担【来源:ship#2】。"  # a wrong tag is the verifier's to reject
+    assert attach_citations(untouched, EVIDENCE) == (untouched, 0)
+
+
+class Extractive:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def answer(self, request: AnswerRequest) -> Draft:
+        self.calls += 1
+        return Draft(text="extractive【来源:returns#1】。")
+
+
+def request(text: str = "退货运费谁出", *, slot: str = "none",
+            feedback: list[str] | None = None) -> AnswerRequest:
+    return AnswerRequest(turn=turn(text, slot), queries=[text], evidence=list(EVIDENCE),
+                         feedback=feedback or [])
+
+
+def answer_json(text: str) -> str:
+    return json.dumps({"answer": text, "cannot_answer": False}, ensure_ascii=False)
+
+
+def test_llm_draft_gets_its_missing_tags_by_code() -> None:
+    llm = ScriptedChatModel([answer_json("退货运费由买家承担。")])
+    draft = LLMAnswerer(llm, Extractive(), samples=0).answer(request())
+    assert draft.text == "退货运费由买家承担【来源:returns#1】。"
+
+
+def test_a_reflection_round_uses_the_extractive_answer_not_the_model() -> None:
+    extractive, llm = Extractive(), ScriptedChatModel([])
+    draft = LLMAnswerer(llm, extractive, samples=0).answer(request(feedback=["运费由商城承担"]))
+    assert draft.text.startswith("extractive") and extractive.calls == 1
+    assert llm.prompts == []
+
+
+def test_high_value_samples_that_disagree_give_the_extractive_answer() -> None:
+    llm = ScriptedChatModel([answer_json("满99元包邮【来源:ship#2】。"),
+                             answer_json("满99元包邮【来源:ship#2】。"),
+                             answer_json("满199元包邮【来源:ship#2】。")])
+    extractive = Extractive()
+    draft = LLMAnswerer(llm, extractive, samples=2).answer(request("满多少钱包邮", slot="amount"))
+    assert extractive.calls == 1 and draft.text.startswith("extractive")
+    assert len(llm.prompts) == 3
+
+
+def test_high_value_samples_that_agree_keep_the_llm_answer() -> None:
+    same = answer_json("满99元包邮【来源:ship#2】。")
+    llm = ScriptedChatModel([same, same, same])
+    draft = LLMAnswerer(llm, Extractive(), samples=2).answer(request("满多少钱包邮", slot="amount"))
+    assert draft.text == "满99元包邮【来源:ship#2】。"
+
+
+def test_ordinary_questions_are_not_sampled() -> None:
+    llm = ScriptedChatModel([answer_json("退货运费由买家承担【来源:returns#1】。")])
+    LLMAnswerer(llm, Extractive(), samples=2).answer(request())
+    assert len(llm.prompts) == 1  # a second call would have raised ScriptExhausted
+
+
+def test_key_facts_ignore_wording() -> None:
+    assert key_facts("满99元包邮【来源:a】") == key_facts("只要满 99 元就包邮")
+    assert key_facts("满99元包邮") != key_facts("满199元包邮")
+
+
+def test_naive_rag_sends_a_plain_prompt_and_returns_the_text() -> None:
+    llm = ScriptedChatModel([AIMessage("运费商家出")])
+    assert naive_answer(llm, "运费谁出", EVIDENCE) == "运费商家出"
+    prompt = "\n".join(str(m.content) for m in llm.prompts[0])
+    assert "退货运费由买家承担" in prompt and "来源" not in prompt
+    with pytest.raises(ScriptExhausted):
+        naive_answer(llm, "再问", EVIDENCE)
+
+
+def test_the_llm_verifier_sees_only_the_evidence_the_answer_cites() -> None:
+    from strategies.llm.verify import LLMClaimChecker
+    from strategies.protocols import CheckRequest
+
+    verdict = json.dumps({"claims": [{"claim": "满99元包邮", "status": "supported",
+                                      "evidence_ids": ["ship#2"]}], "overall": "pass"})
+    llm = ScriptedChatModel([verdict])
+    result = LLMClaimChecker(llm).check(CheckRequest(
+        question="包邮吗", answer="满99元包邮【来源:ship#2】。", evidence=list(EVIDENCE)))
+    prompt = "\n".join(str(m.content) for m in llm.prompts[0])
+    assert "满99元包邮，偏远地区除外" in prompt and "退货运费由买家承担" not in prompt
+    assert result["overall"] == "pass"
