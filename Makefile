@@ -11,7 +11,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export LANGGRAPH_NO_VERSION_CHECK := true
 export LANGFUSE_TRACING_ENABLED ?= false
 
-.PHONY: install index demo test test-unit test-integration test-llm local-llm lint bench eval clean browser serve
+.PHONY: install index demo test test-unit test-integration test-llm local-llm browser serve lint bench eval clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,13 +38,13 @@ index: install
 demo: index
 	$(CSAGENT) demo
 
-test: index
+test: index browser
 	$(PY) -m pytest tests
 
 test-unit: install
 	$(PY) -m pytest tests/unit
 
-test-integration: index
+test-integration: index browser
 	$(PY) -m pytest tests/integration
 
 # Integration tests against the real 0.5B model (assembled from PyPI parts, verified, cached).

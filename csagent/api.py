@@ -744,6 +744,8 @@ class CSAgent:
             record = tracing.build_trace_record(
                 trace_id=trace_id, thread_id=thread_id, user_id=user_id, question=question,
                 updates=updates, final_state=final_state)
+            if result.llm:  # [llm] calls, tokens, per-node LLM time, every LLM failure
+                record["llm"] = result.llm
             tracing.write_trace(self.settings.traces_dir, record)
         except Exception as exc:  # noqa: BLE001
             logger.warning("could not write trace %s: %s", trace_id, exc)

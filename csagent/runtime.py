@@ -158,7 +158,9 @@ def _open_sqlite(data_dir: Path, checkpointer: BaseCheckpointSaver[Any] | None) 
         conn.execute("PRAGMA journal_mode=WAL")
         checkpointer = SqliteSaver(conn)
         closers.append(conn.close)
-    return Backend(checkpointer=checkpointer, store=SqliteStore(data_dir / "threads.sqlite"),
+    store = SqliteStore(data_dir / "threads.sqlite")
+    closers.append(store.close)
+    return Backend(checkpointer=checkpointer, store=store,
                    locks=FileThreadLocks(data_dir / "locks"), kind="sqlite", closers=closers)
 
 
@@ -171,17 +173,22 @@ def _open_postgres(url: str, checkpointer: BaseCheckpointSaver[Any] | None) -> B
 
     closers: list[Callable[[], None]] = []
     plain = {"autocommit": True}
-    lock_pool = ConnectionPool(url, min_size=1, max_size=LOCK_POOL_MAX, kwargs=plain, open=True)
+    # Pools start warm (min_size ready before the first request): a burst of new conversations
+    # must not wait for connections to be opened one by one.
+    lock_pool = ConnectionPool(url, min_size=4, max_size=LOCK_POOL_MAX, kwargs=plain, open=True)
     closers.append(lock_pool.close)
-    store_pool = ConnectionPool(url, min_size=1, max_size=8, kwargs=plain, open=True)
+    store_pool = ConnectionPool(url, min_size=4, max_size=8, kwargs=plain, open=True)
     closers.append(store_pool.close)
+    for pool in (lock_pool, store_pool):
+        pool.wait(timeout=30.0)
     store = PostgresStore(store_pool)
     if checkpointer is None:
         from langgraph.checkpoint.postgres import PostgresSaver
 
-        saver_pool = ConnectionPool(url, min_size=1, max_size=12, open=True, kwargs={
+        saver_pool = ConnectionPool(url, min_size=4, max_size=12, open=True, kwargs={
             "autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
         closers.append(saver_pool.close)
+        saver_pool.wait(timeout=30.0)
         checkpointer = PostgresSaver(saver_pool)  # type: ignore[arg-type]
         with store_pool.connection() as conn:  # workers starting together: one migration
             conn.execute("SELECT pg_advisory_lock(7302)")

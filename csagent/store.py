@@ -2,7 +2,8 @@
 
 Tables (the same in both engines):
 
-* ``thread_owners``: which user started a thread (claimed once, under the thread's lock).
+* ``thread_owners``: which user started a thread (claimed once, under the thread's lock; never
+  changes, so each process remembers it).
 * ``actions``: the journal that makes confirmations and write tools idempotent. A resumed
   confirmation is recorded under ``resume:<interrupt id>`` with the customer's value and, when
   done, the turn's result; a write tool call under ``write:<interrupt id>:<tool>:<args digest>``
@@ -13,8 +14,8 @@ Tables (the same in both engines):
 * ``handoffs``: the human-agent desk's queue: one active entry per thread (open → claimed →
   resolved) with the question, reason, unsupported claims, evidence, conversation and trace id.
 
-:class:`SqliteStore` opens a short-lived connection per call (WAL, busy timeout), so any number
-of threads and processes on one machine can share the file; :class:`PostgresStore` uses a
+:class:`SqliteStore` keeps one connection per thread (WAL, busy timeout, autocommit), so any
+number of threads and processes on one machine can share the file; :class:`PostgresStore` uses a
 ``psycopg_pool.ConnectionPool``.
 """
 
@@ -24,6 +25,7 @@ import contextlib
 import json
 import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -64,6 +66,12 @@ class ThreadStore:
     """The engine-independent operations; subclasses provide connections and the SQL dialect."""
 
     placeholder = "?"
+    _OWNER_CACHE_MAX = 100_000
+
+    def __init__(self) -> None:
+        # A thread's owner never changes once claimed: remembered (bounded) to spare the database
+        # a query on every request.
+        self._owners: dict[str, str] = {}
 
     # engine hooks ----------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -88,8 +96,20 @@ class ThreadStore:
     # owners ----------------------------------------------------------------------------------
     def owner(self, thread_id: str) -> str | None:
         """Return the user who started ``thread_id``, or None for an unknown thread."""
+        cached = self._owners.get(thread_id)
+        if cached is not None:
+            return cached
         rows = self._rows("SELECT user_id FROM thread_owners WHERE thread_id = ?", (thread_id,))
-        return str(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        if len(self._owners) >= self._OWNER_CACHE_MAX:
+            self._owners.clear()
+        self._owners[thread_id] = owner = str(rows[0][0])
+        return owner
+
+    def cached_owner(self, thread_id: str) -> str | None:
+        """Return the owner if this process already knows it (no database access)."""
+        return self._owners.get(thread_id)
 
     def claim(self, thread_id: str, user_id: str) -> str:
         """Make ``user_id`` the owner of a new thread; return the owner (the first claim wins)."""
@@ -217,8 +237,12 @@ class SqliteStore(ThreadStore):
     """The store in a SQLite file (WAL, one short connection per call)."""
 
     def __init__(self, path: Path) -> None:
+        super().__init__()
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
         with self._connect() as conn:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(_TABLES.format(real="REAL",
@@ -226,12 +250,24 @@ class SqliteStore(ThreadStore):
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
-        try:
+        """Yield this thread's connection (opened once per thread, autocommit, WAL)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None,
+                                   check_same_thread=False)
             conn.execute("PRAGMA busy_timeout=30000")
-            yield conn
-        finally:
-            conn.close()
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        yield conn
+
+    def close(self) -> None:
+        """Close every thread's connection."""
+        with self._all_lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
 
 
 class PostgresStore(ThreadStore):
@@ -240,6 +276,7 @@ class PostgresStore(ThreadStore):
     placeholder = "%s"
 
     def __init__(self, pool: Any) -> None:
+        super().__init__()
         self.pool = pool
         with self._connect() as conn:
             conn.execute("SELECT pg_advisory_lock(7301)")  # one schema set-up at a time

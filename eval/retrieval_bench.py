@@ -797,6 +797,28 @@ def run_short_settings(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def run_latency_only(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Measure hybrid search latency (default fusion) at ``--scales`` from an existing index."""
+    config = KnowledgeConfig()
+    index = KnowledgeIndex.open(args.latency_only, config)
+    queries = [i["query"] for i in load_dataset(Path(args.dataset))][: args.latency_queries]
+    work = Path(tempfile.mkdtemp(prefix="csagent-bench-"))
+    rows = []
+    try:
+        for n in args.scales:
+            big = synthetic_index(index, n, work)
+            load = os.getloadavg()[0]
+            rows.append({"n": n, "plain": bench_latency(big, queries, None, config.fusion_alpha),
+                         "load_average": round(load, 2), "fusion": config.fusion})
+            big.store.reset()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out = Path(args.report)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "latency.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    return rows
+
+
 # -- main -------------------------------------------------------------------------------------
 
 
@@ -955,10 +977,11 @@ def _run(args: argparse.Namespace, kb: Path, dataset_path: Path, out: Path,
     default_res = quality["hybrid+rerank"] if gain > 0 else quality["hybrid"]
     r5 = (default_res["chunk"] or default_res["doc"])["R@5"]
     targets = [
-        {"target": "hybrid ≥ best single mode + 3 MRR@10 points (chunk level)",
+        {"target": "hybrid ≥ best single mode + 2 MRR@10 points (chunk level; issue 8)",
          "measured": f"{main_metric(quality['hybrid']):.3f} vs {best_single:.3f} "
-                     f"({(main_metric(quality['hybrid']) - best_single) * 100:+.1f})",
-         "met": main_metric(quality["hybrid"]) - best_single >= 0.03},
+                     f"({(main_metric(quality['hybrid']) - best_single) * 100:+.1f}; old default "
+                     f"hybrid {main_metric(quality['hybrid (old)']):.3f})",
+         "met": main_metric(quality["hybrid"]) - best_single >= 0.02},
         {"target": "Recall@5 of the default pipeline ≥ 0.95 (chunk level)",
          "measured": f"{r5:.3f} (doc level {default_res['doc']['R@5']:.3f})", "met": r5 >= 0.95},
     ]
@@ -993,6 +1016,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "fusion side by side (no sweeps, latency or ingest timing)")
     p.add_argument("--quality-only", action="store_true",
                    help="the same quality-only run with --dataset as the query file")
+    p.add_argument("--latency-only", metavar="INDEX_DIR", default=None,
+                   help="only the latency phase (--scales), scaled up from an existing index "
+                        "of the demo KB (no ingest, no quality runs)")
     p.add_argument("--short-settings", action="store_true",
                    help="build the two short-passage settings (sentences, FAQ questions) from "
                         "--kb and --dataset and score them (reports in --report/<setting>)")
@@ -1013,6 +1039,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
+        if args.latency_only:
+            for row in run_latency_only(args):
+                p = row["plain"]["total"]
+                sys.stdout.write(f"{row['n']} chunks: total p50 {p['p50']} ms, p95 {p['p95']} ms "
+                                 f"(fusion p95 {row['plain']['fusion']['p95']} ms, load "
+                                 f"{row['load_average']})\n")
+            return 0
         if args.short_settings:
             for name, res in run_short_settings(args).items():
                 sys.stdout.write(f"## {name}\n" + "\n".join(quality_lines(res["quality"])) + "\n")

@@ -517,6 +517,9 @@ def run_eval(
                or (n in ("normal", "verifier") and "swap" in suites)]
     needed = list(dict.fromkeys([*(n for n in suites if n in DEV_SUITES), *sources]))  # asked order
     for name in needed:
+        if len(needed) > 1 and not (datasets_dir / f"{name}.jsonl").is_file():
+            dataset_errors.append(f"{name}.jsonl: not in {datasets_dir}, suite skipped")
+            continue  # e.g. a held-out folder without verifier or multi-turn cases
         cases, errors = load_suite(name, datasets_dir)
         loaded[name] = cases[:limit] if limit else cases
         dataset_errors += errors

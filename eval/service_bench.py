@@ -19,7 +19,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
+import asyncio
 import json
 import logging
 import os
@@ -31,7 +31,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ class Turn:
     customer: int
     worker: int
     kind: str
+    n: int
     first_event_ms: float
     total_ms: float
     status: str
@@ -114,7 +114,8 @@ def _messages(customer: Customer, turns: int) -> list[tuple[str, str]]:
     return script[:turns]
 
 
-def _sse_turn(url: str, customer: Customer, kind: str, text: str) -> tuple[float, float, dict]:
+async def _sse_turn(client: httpx.AsyncClient, url: str, customer: Customer, kind: str,
+                    text: str) -> tuple[float, float, dict[str, Any]]:
     path, body = ((f"/v1/threads/{customer.thread}/messages", {"message": text})
                   if kind == "message" else
                   (f"/v1/threads/{customer.thread}/confirm", {"decision": text}))
@@ -122,10 +123,10 @@ def _sse_turn(url: str, customer: Customer, kind: str, text: str) -> tuple[float
     started = time.perf_counter()
     first: float | None = None
     event, data_lines = "message", []
-    with httpx.stream("POST", url + path, json=body, headers=headers, timeout=120) as resp:
+    async with client.stream("POST", url + path, json=body, headers=headers) as resp:
         if resp.status_code != 200:
-            raise RuntimeError(f"HTTP {resp.status_code}: {resp.read()[:200]!r}")
-        for line in resp.iter_lines():
+            raise RuntimeError(f"HTTP {resp.status_code}: {(await resp.aread())[:200]!r}")
+        async for line in resp.aiter_lines():
             if first is None:
                 first = time.perf_counter()
             if line.startswith("event:"):
@@ -143,33 +144,42 @@ def _sse_turn(url: str, customer: Customer, kind: str, text: str) -> tuple[float
     raise RuntimeError("stream ended without a result")
 
 
-def _run_customer(customer: Customer, urls: list[str], turns: int, out: list[Turn],
-                  problems: list[str], lock: threading.Lock) -> None:
+async def _run_customer(client: httpx.AsyncClient, customer: Customer, urls: list[str],
+                        turns: int, out: list[Turn], problems: list[str], delay: float) -> None:
+    await asyncio.sleep(delay)  # arrivals spread over the ramp-up, then all stay concurrent
     last = ""
     for n, (kind, text) in enumerate(_messages(customer, turns)):
         worker = (customer.index + n) % len(urls)
         if kind == "decline" and last != "needs_confirmation":
-            kind, text = "message", POLICY[n % len(POLICY)]  # nothing to decline: ask instead
+            kind, text = "message", POLICY[n % len(POLICY)]  # nothing to decline: ask
         try:
-            first, total, result = _sse_turn(urls[worker], customer, kind, text)
+            first, total, result = await _sse_turn(client, urls[worker], customer, kind, text)
         except Exception as exc:  # noqa: BLE001 - counted as an error
-            with lock:
-                out.append(Turn(customer.index, worker, kind, 0.0, 0.0, "error", str(exc)[:300]))
+            out.append(Turn(customer.index, worker, kind, n, 0.0, 0.0, "error",
+                            str(exc)[:300]))
             continue
         if kind == "message":
             customer.sent.append(text)
         customer.replies += 1
         last = str(result.get("status", ""))
-        issues = []
         if result.get("thread_id") != customer.thread:
-            issues.append(f"result for thread {result.get('thread_id')} on {customer.thread}")
+            problems.append(f"result for thread {result.get('thread_id')} on "
+                            f"{customer.thread}")
         foreign = set(ORDER_ID.findall(result.get("answer", ""))) - customer.own_orders
         mentioned = {o for o in foreign if o not in text}
         if mentioned:
-            issues.append(f"{customer.user} shown orders {sorted(mentioned)}")
-        with lock:
-            out.append(Turn(customer.index, worker, kind, first, total, result.get("status", "")))
-            problems.extend(issues)
+            problems.append(f"{customer.user} shown orders {sorted(mentioned)}")
+        out.append(Turn(customer.index, worker, kind, n, first, total,
+                        str(result.get("status", ""))))
+
+
+async def _run_all(people: list[Customer], urls: list[str], turns: int, out: list[Turn],
+                   problems: list[str], ramp_s: float) -> None:
+    limits = httpx.Limits(max_connections=4 * len(people), max_keepalive_connections=4 * len(people))
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+        step = ramp_s / max(len(people), 1)
+        await asyncio.gather(*(_run_customer(client, c, urls, turns, out, problems, i * step)
+                               for i, c in enumerate(people)))
 
 
 def _check_history(customer: Customer, url: str) -> list[str]:
@@ -189,6 +199,15 @@ def _check_history(customer: Customer, url: str) -> list[str]:
     if events and events[0]["type"] != "message":
         problems.append(f"{customer.thread}: history does not start with the customer")
     return problems
+
+
+def _warm_up(urls: list[str], token: str) -> None:
+    """Run a few unmeasured turns per worker (first-query model and index loading)."""
+    for i, url in enumerate(urls):
+        for text in (POLICY[0], "我的订单都有哪些", POLICY[2]):
+            resp = httpx.post(f"{url}/v1/threads/warm-{i}/messages", json={"message": text},
+                              headers={"Authorization": f"Bearer {token}"}, timeout=120)
+            resp.raise_for_status()
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -222,11 +241,13 @@ def _drop_database(url: str) -> None:
 
 
 def _start_workers(n: int, root: Path, index: Path, database_url: str | None,
-                   auth_file: Path) -> tuple[list[subprocess.Popen[bytes]], list[str]]:
+                   auth_file: Path, run_threads: int) -> tuple[list[subprocess.Popen[bytes]],
+                                                               list[str]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CSAGENT_")}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", LANGSMITH_TRACING="false",
                LANGFUSE_TRACING_ENABLED="false", CSAGENT_INDEX_DIR=str(index),
-               CSAGENT_SHOP_DB=str(root / "shop.sqlite"), CSAGENT_AUTH_FILE=str(auth_file))
+               CSAGENT_SHOP_DB=str(root / "shop.sqlite"), CSAGENT_AUTH_FILE=str(auth_file),
+               CSAGENT_RUN_THREADS=str(run_threads))
     if database_url:
         env["CSAGENT_DATABASE_URL"] = database_url
     procs, urls = [], []
@@ -251,7 +272,8 @@ def _start_workers(n: int, root: Path, index: Path, database_url: str | None,
     return procs, urls
 
 
-def run(customers: int, turns: int, workers: int, index: Path, backend: str) -> dict[str, Any]:
+def run(customers: int, turns: int, workers: int, index: Path, backend: str,
+        run_threads: int = 6, ramp_s: float = 1.0) -> dict[str, Any]:
     """Run the benchmark; return its figures."""
     with tempfile.TemporaryDirectory(prefix="csagent-bench-") as tmp:
         root = Path(tmp)
@@ -264,18 +286,18 @@ def run(customers: int, turns: int, workers: int, index: Path, backend: str) -> 
             token = f"bench-{run_id}-{i}"
             tokens[token] = {"subject": user, "role": "customer", "name": f"bench {i}"}
             people.append(Customer(i, token, user, f"bench-{run_id}-{i}", own.get(user, set())))
+        tokens[f"bench-{run_id}-warm"] = {"subject": "u1001", "role": "customer"}
         auth_file = root / "auth.json"
         auth_file.write_text(json.dumps({"tokens": tokens}), encoding="utf-8")
         database_url = _pg_database() if backend == "postgres" else None
-        procs, urls = _start_workers(workers, root, index, database_url, auth_file)
+        procs, urls = _start_workers(workers, root, index, database_url, auth_file,
+                                     run_threads)
         try:
+            _warm_up(urls, f"bench-{run_id}-warm")
             out: list[Turn] = []
             problems: list[str] = []
-            lock = threading.Lock()
             started = time.perf_counter()
-            with concurrent.futures.ThreadPoolExecutor(customers) as pool:
-                list(pool.map(lambda c: _run_customer(c, urls, turns, out, problems, lock),
-                              people))
+            asyncio.run(_run_all(people, urls, turns, out, problems, ramp_s))
             wall = time.perf_counter() - started
             for c in people:
                 problems.extend(_check_history(c, urls[c.index % len(urls)]))
@@ -297,6 +319,7 @@ def run(customers: int, turns: int, workers: int, index: Path, backend: str) -> 
         statuses[t.status] = statuses.get(t.status, 0) + 1
     return {
         "customers": customers, "turns_per_customer": turns, "workers": workers,
+        "run_threads": run_threads, "ramp_s": ramp_s,
         "backend": "postgres" if database_url else "sqlite", "turns": len(out),
         "errors": len(out) - len(ok), "error_samples": [t.error for t in out if t.error][:5],
         "cross_talk": len(problems), "cross_talk_samples": problems[:5],
@@ -309,6 +332,9 @@ def run(customers: int, turns: int, workers: int, index: Path, backend: str) -> 
                     "mean": round(statistics.fmean(totals), 1) if totals else None,
                     "max": round(max(totals, default=float("nan")), 1)},
         "load_avg": os.getloadavg(),
+        "slowest_first_events": [
+            {"turn": t.n, "kind": t.kind, "worker": t.worker, "ms": round(t.first_event_ms, 1)}
+            for t in sorted(ok, key=lambda t: -t.first_event_ms)[:5]],
     }
 
 
@@ -317,8 +343,9 @@ def render(results: list[dict[str, Any]], command: str) -> str:
     lines = ["# Service benchmark (issue 11)", "",
              f"Command: `{command}`", "",
              "Offline mode, two `csagent serve` workers on loopback ports sharing one backend; "
-             "every customer has its own thread and sends its turns one after another as SSE "
-             "turns, alternating between the workers (every fifth turn asks to cancel an order "
+             "customers arrive evenly over the ramp-up (`ramp_s`, default 1 s) and then all "
+             "stay concurrent; every customer has its own thread and sends its turns one after "
+             "another as SSE turns, alternating between the workers (every fifth turn asks to cancel an order "
              "and the next turn declines the confirmation, on the other worker). Latencies are "
              "client-side: to the first SSE event (`accepted`) and to the `result` event.", "",
              "| backend | customers × turns | turns | errors | cross-talk | first event p50 / p95 "
@@ -356,15 +383,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index", type=Path, default=None,
                         help="knowledge index (default: the data dir's, see `make index`)")
     parser.add_argument("--backend", choices=("postgres", "sqlite", "both"), default="both")
+    parser.add_argument("--run-threads", type=int, default=6,
+                        help="graph runs in flight per worker (csagent serve --run-threads)")
+    parser.add_argument("--ramp-s", type=float, default=1.0,
+                        help="customers arrive evenly over this many seconds (0: all at once)")
     parser.add_argument("--report", type=Path, help="write the Markdown report here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would load the client
     index = args.index or Settings.from_env().resolved_index_dir
     backends = ("postgres", "sqlite") if args.backend == "both" else (args.backend,)
     results = []
     for backend in backends:
         logger.info("running %s: %d customers × %d turns", backend, args.customers, args.turns)
-        result = run(args.customers, args.turns, args.workers, index, backend)
+        result = run(args.customers, args.turns, args.workers, index, backend, args.run_threads,
+                     args.ramp_s)
         logger.info("%s", json.dumps(result, ensure_ascii=False))
         results.append(result)
     command = "python -m eval.service_bench " + " ".join(argv or sys.argv[1:])

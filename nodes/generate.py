@@ -20,7 +20,9 @@ def generate_answer(state: State, runtime: Runtime[Context], deps: Deps) -> Stat
     request = AnswerRequest(turn=turn_of(state, runtime, deps), queries=list(state.get("queries") or []),
                             evidence=list(state.get("evidence") or []),
                             feedback=list(state.get("feedback") or []),
-                            needs_kb=bool(state.get("needs_kb")))
+                            needs_kb=bool(state.get("needs_kb")),
+                            final_round=bool(state.get("feedback")) and int(state.get("reflections") or 0)
+                            >= runtime.context.max_reflections)
     draft = deps.strategies.answerer.answer(request)
     update: State = {"draft": draft.text, "fail_reason": draft.fail_reason}
     if draft.llm_error:

@@ -50,6 +50,7 @@ class AnswerRequest:
     evidence: list[Evidence]
     feedback: list[str] = field(default_factory=list)  # claims the verifier rejected
     needs_kb: bool = False  # a tool turn that also asked about policy
+    final_round: bool = False  # the last reflection round: no further verification retry follows
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-body-bytes", type=int, metavar="N",
                         help=f"largest request body (env {ENV_MAX_BODY}; default 65536)")
     parser.add_argument("--run-threads", type=int, metavar="N",
-                        help=f"graph runs in flight per worker (env {ENV_RUN_THREADS}; default 16)")
+                        help=f"graph runs in flight per worker (env {ENV_RUN_THREADS}; default 6)")
 
 
 def app_from_env() -> Any:

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -81,7 +83,8 @@ class ServiceConfig:
     """Service limits and timings."""
 
     max_body_bytes: int = 64 * 1024
-    run_threads: int = 16  # graph runs in flight per worker process
+    run_threads: int = 6  # graph runs in flight per worker process (CPU-bound: keep it small)
+    switch_interval_s: float = 0.001  # GIL hand-over: keeps the event loop responsive under load
     events_poll_s: float = 0.25  # how often a live thread stream looks for new events
     events_max_s: float = 600.0  # a live thread stream closes after this long (clients reconnect)
     ping_s: float = 15.0
@@ -299,15 +302,24 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Turns are CPU-bound Python: few run threads and a short GIL switch interval let the
+        # event loop answer new requests (the first SSE event) while turns run.
+        sys.setswitchinterval(cfg.switch_interval_s)
         state["executor"] = ThreadPoolExecutor(max_workers=cfg.run_threads,
                                                thread_name_prefix="csagent-run")
+        state["io"] = ThreadPoolExecutor(max_workers=8, thread_name_prefix="csagent-io")
         state["agent"] = await asyncio.get_running_loop().run_in_executor(
             state["executor"], agent_factory)
+        # The loaded index and models are millions of long-lived objects: keep them out of the
+        # cyclic GC's full collections, which would otherwise stall every request for ~0.1-0.5 s.
+        gc.collect()
+        gc.freeze()
         logger.info("csagent service ready (backend %s)", state["agent"].backend.kind)
         try:
             yield
         finally:
             state["executor"].shutdown(wait=True)
+            state["io"].shutdown(wait=True)
             state["agent"].close()
 
     app = FastAPI(title="csagent", version="1", lifespan=lifespan,
@@ -320,7 +332,12 @@ def create_app(
         return state["agent"]
 
     async def in_thread(fn: Callable[[], Any]) -> Any:
+        """Run a graph turn on the run executor."""
         return await asyncio.get_running_loop().run_in_executor(state["executor"], fn)
+
+    async def in_io(fn: Callable[[], Any]) -> Any:
+        """Run a short store read/write off the event loop (never queued behind turns)."""
+        return await asyncio.get_running_loop().run_in_executor(state["io"], fn)
 
     def identity(creds: HTTPAuthorizationCredentials | None) -> Identity:
         who = authenticator.authenticate(creds.credentials) if creds is not None else None
@@ -363,8 +380,17 @@ def create_app(
         return JSONResponse({"error": {"code": "http_error", "message": str(exc.detail)}},
                             status_code=exc.status_code)
 
-    def check_thread(who: Identity, thread_id: str, *, must_exist: bool) -> None:
-        owner = agent().owner_of(thread_id)
+    async def check_thread(who: Identity, thread_id: str, *, must_exist: bool) -> None:
+        """Refuse early (before any stream starts) an unknown or foreign thread.
+
+        Runs off the event loop; the run re-checks under the thread's lock.
+        """
+        # known owners are remembered in memory (no thread hop on the hot path); a new thread
+        # needs only the store's row (the run re-checks, legacy threads included)
+        owner = agent().store.cached_owner(thread_id)
+        if owner is None:
+            owner = await in_io(lambda: agent().owner_of(thread_id) if must_exist
+                                else agent().store.owner(thread_id))
         if owner is None and must_exist:
             raise ApiError(404, "unknown_thread", f"thread {thread_id!r} does not exist")
         if owner is not None and owner != who.subject:
@@ -394,16 +420,24 @@ def create_app(
                 push("error", {"status": 500, "code": "internal_error",
                                "message": "内部错误，请稍后重试"})
 
-        future = loop.run_in_executor(state["executor"], work)  # runs on if the client leaves
+        running: list[asyncio.Future[None]] = []
+
+        def start() -> None:
+            if not running:  # the turn runs even if the client leaves (its result is stored)
+                running.append(loop.run_in_executor(state["executor"], work))
 
         async def events() -> AsyncIterator[ServerSentEvent]:
-            yield _sse("accepted", {"at": time.time()})
-            while True:
-                kind, data = await queue.get()
-                yield _sse(kind, data)
-                if kind in ("result", "error"):
-                    break
-            await future
+            try:
+                yield _sse("accepted", {"at": time.time()})  # sent before the CPU work starts
+                start()
+                while True:
+                    kind, data = await queue.get()
+                    yield _sse(kind, data)
+                    if kind in ("result", "error"):
+                        break
+                await running[0]
+            finally:
+                start()
 
         return EventSourceResponse(events(), ping=cfg.ping_s)
 
@@ -419,7 +453,7 @@ def create_app(
     async def post_message(body: MessageIn, thread_id: str = thread_path,
                            accept: str | None = Header(default=None),
                            who: Identity = Depends(customer)) -> Any:
-        check_thread(who, thread_id, must_exist=False)
+        await check_thread(who, thread_id, must_exist=False)
         return await turn(lambda sink: agent().ask(body.message, user_id=who.subject,
                                                    thread_id=thread_id, on_event=sink), accept)
 
@@ -428,7 +462,7 @@ def create_app(
     async def post_confirm(body: ConfirmIn, thread_id: str = thread_path,
                            accept: str | None = Header(default=None),
                            who: Identity = Depends(customer)) -> Any:
-        check_thread(who, thread_id, must_exist=True)
+        await check_thread(who, thread_id, must_exist=True)
         value = "确认" if body.decision == "confirm" else "取消"
         return await turn(lambda sink: agent().resume(value, user_id=who.subject,
                                                       thread_id=thread_id, on_event=sink), accept)
@@ -438,7 +472,7 @@ def create_app(
     async def get_history(thread_id: str = thread_path,
                           after: int = Query(default=0, ge=0, le=2**62),
                           who: Identity = Depends(customer)) -> HistoryOut:
-        check_thread(who, thread_id, must_exist=True)
+        await check_thread(who, thread_id, must_exist=True)
 
         def read() -> HistoryOut:
             events = agent().history(user_id=who.subject, thread_id=thread_id, after=after)
@@ -450,7 +484,7 @@ def create_app(
                 pending = {"type": str(pending.get("type"))}
             return HistoryOut(thread_id=thread_id, events=_items(events), pending=pending)
 
-        return await in_thread(read)
+        return await in_io(read)
 
     @app.get("/v1/threads/{thread_id}/events", responses={
         200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}}, **ERRORS},
@@ -459,14 +493,14 @@ def create_app(
                          after: int = Query(default=0, ge=0, le=2**62),
                          last_event_id: str | None = Header(default=None),
                          who: Identity = Depends(customer)) -> Response:
-        check_thread(who, thread_id, must_exist=True)
+        await check_thread(who, thread_id, must_exist=True)
         start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
 
         async def events() -> AsyncIterator[ServerSentEvent]:
             seen, deadline = start, time.monotonic() + cfg.events_max_s
             yield _sse("ready", {"thread_id": thread_id, "after": seen})
             while time.monotonic() < deadline and not await request.is_disconnected():
-                new = await in_thread(lambda: agent().store.events(thread_id, after=seen))
+                new = await in_io(lambda: agent().store.events(thread_id, after=seen))
                 for event in new:
                     seen = event["seq"]
                     item = _history_item(event)
@@ -486,7 +520,7 @@ def create_app(
         return HandoffOut(**item, history=history)
 
     async def load(handoff_id: int) -> dict[str, Any]:
-        item = await in_thread(lambda: agent().store.handoff(handoff_id))
+        item = await in_io(lambda: agent().store.handoff(handoff_id))
         if item is None:
             raise ApiError(404, "unknown_handoff", f"handoff {handoff_id} does not exist")
         return item
@@ -502,7 +536,7 @@ def create_app(
     async def list_handoffs(status: Literal["active", "open", "claimed", "resolved"] = "active",
                             who: Identity = Depends(desk_agent)) -> list[HandoffOut]:
         statuses = ("open", "claimed") if status == "active" else (status,)
-        items = await in_thread(lambda: agent().store.handoffs(statuses))
+        items = await in_io(lambda: agent().store.handoffs(statuses))
         return [handoff_out(item) for item in items]
 
     @app.get("/v1/desk/handoffs/{handoff_id}", response_model=HandoffOut, responses=ERRORS,
@@ -510,14 +544,14 @@ def create_app(
     async def get_handoff(handoff_id: int = handoff_path,
                           who: Identity = Depends(desk_agent)) -> HandoffOut:
         item = await load(handoff_id)
-        return await in_thread(lambda: handoff_out(item, with_history=True))
+        return await in_io(lambda: handoff_out(item, with_history=True))
 
     @app.post("/v1/desk/handoffs/{handoff_id}/claim", response_model=HandoffOut,
               responses=ERRORS, summary="Claim a handoff")
     async def claim(handoff_id: int = handoff_path,
                     who: Identity = Depends(desk_agent)) -> HandoffOut:
         await load(handoff_id)
-        if not await in_thread(lambda: agent().store.claim_handoff(handoff_id, who.subject)):
+        if not await in_io(lambda: agent().store.claim_handoff(handoff_id, who.subject)):
             raise ApiError(409, "not_claimable", "already claimed by another agent or resolved")
         return handoff_out(await load(handoff_id))
 
@@ -537,7 +571,7 @@ def create_app(
     async def resolve(handoff_id: int = handoff_path,
                       who: Identity = Depends(desk_agent)) -> HandoffOut:
         await load(handoff_id)
-        if not await in_thread(lambda: agent().store.resolve_handoff(handoff_id, who.subject)):
+        if not await in_io(lambda: agent().store.resolve_handoff(handoff_id, who.subject)):
             raise ApiError(409, "not_claimed", "only the agent who claimed it can resolve it")
         return handoff_out(await load(handoff_id))
 

@@ -6,9 +6,10 @@ Never worse than offline (issue 10.2/10.4):
   sentence passes the code checks against one evidence unit (:func:`attach_citations`); the
   verifier then checks it like any other sentence. A small model that forgot a tag is not sent
   back to reflect on it.
-- A reflection round (the verifier rejected the model's draft) is answered by the extractive
-  answerer (the offline gate decides whether there is an answer at all), instead of asking the
-  same model again: the verified extractive answer comes before a handoff.
+- A reflection round (the verifier rejected the model's draft) asks the model again with the
+  rejected claims as feedback; the LAST round (``final_round``) is answered by the extractive
+  answerer instead (the offline gate decides whether there is an answer at all), so the
+  verified extractive answer comes before a handoff.
 - Self-consistency for high-value turns (a question about an amount, or a turn that reports a
   write tool's result: an order change, a refund, a compensation): ``samples`` extra drafts at ``temperature``; when their key facts (numbers with
   units, dates, order ids) differ from the temperature-0 draft's, the extractive answer is
@@ -24,7 +25,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from contracts.evidence import Evidence
-from strategies.llm.prompts import GENERATE_SYSTEM, GENERATE_USER
+from strategies.llm.prompts import GENERATE_SYSTEM, GENERATE_USER, REFLECT_FEEDBACK
 from strategies.llm.schemas import GeneratedAnswer
 from strategies.llm.structured import structured_call
 from strategies.protocols import Answerer, AnswerRequest, Draft, StepFailed
@@ -112,7 +113,8 @@ class LLMAnswerer:
     def _messages(self, request: AnswerRequest) -> list[BaseMessage]:
         prompt = GENERATE_USER.format(
             evidence=render_evidence(request.evidence), facts=render_facts(request.turn.facts),
-            feedback="", question=request.turn.question["text"])
+            feedback=REFLECT_FEEDBACK.format(claims="\n".join(f"- {c}" for c in request.feedback))
+            if request.feedback else "", question=request.turn.question["text"])
         return [SystemMessage(GENERATE_SYSTEM), HumanMessage(prompt)]
 
     def _agrees(self, request: AnswerRequest, first: str) -> bool:
@@ -139,7 +141,7 @@ class LLMAnswerer:
         """
         if not request.evidence:  # nothing to answer from: no model call
             return Draft(text=NO_ANSWER, fail_reason="no_evidence")
-        if request.feedback:  # the model's draft was rejected: the verified extractive answer
+        if request.final_round:  # the model's drafts were rejected: the verified extractive answer
             return self.extractive.answer(request)
         outcome = structured_call(self.llm, GeneratedAnswer, self._messages(request))
         if outcome.value is None:

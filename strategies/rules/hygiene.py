@@ -31,6 +31,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypedDict, TypeVar, cast
 
@@ -291,6 +292,12 @@ def scan(text: str, allow: Allowlist | None = None) -> list[Finding]:
     if not text:
         return []
     allow = load_allowlist() if allow is None else allow
+    return [Finding(**f) for f in _scan_cached(text, allow)]  # copies: callers may mutate
+
+
+@lru_cache(maxsize=4096)
+def _scan_cached(text: str, allow: Allowlist) -> tuple[Finding, ...]:
+    """Scan once per (text, allow-list): KB passages come back turn after turn."""
     found: list[Finding] = []
     for pattern in _INSTRUCTION_PATTERNS:
         found.extend({"kind": "instruction", "text": m.group(0).strip(), "start": m.start(),
@@ -305,7 +312,7 @@ def scan(text: str, allow: Allowlist | None = None) -> list[Finding]:
             if not allow.allows(kind, m.group(0)):
                 found.append({"kind": "contact", "text": m.group(0), "start": m.start(),
                               "end": m.end()})
-    return sorted(found, key=lambda f: (f["start"], f["end"]))
+    return tuple(sorted(found, key=lambda f: (f["start"], f["end"])))
 
 
 def kinds_of(findings: Iterable[Finding]) -> list[str]:

@@ -126,3 +126,12 @@ def test_empty_and_odd_inputs() -> None:
     assert evidence_units([{"id": "t", "kind": "tool", "text": "x"}]) == []
     unit = Unit(id="u", evidence_id="e", doc_id="d", text="")
     assert supporting_units("", [unit]) == []
+
+
+def test_claim_binding_flags_a_value_of_another_predicate() -> None:
+    evidence = [{"id": "m#1", "text": "普通会员实付满99元包邮，不满收取8元运费。", "title": "包邮"}]
+    units = evidence_units(evidence)
+    assert claim_binding("不满99元收取8元运费【来源:m#1】", units) == []
+    assert claim_binding("实付满8元包邮【来源:m#1】", units)
+    row = evidence_units([{"id": "t#1", "text": "| 地区 | 时效 |\n|---|---|\n| 华东 | 1-2天 |"}])
+    assert claim_binding("华东标准配送时效1-2天", row) == []  # a row's header is a column away

@@ -257,3 +257,32 @@ def test_a_turn_killed_after_its_write_is_reported_on_the_next_message(
         assert agent.pending(user_id="u1001", thread_id="killed") is None
         after = agent.ask("七天无理由退货的运费谁承担？", user_id="u1001", thread_id="killed")
         assert after.recovered is None and after.status == "answered"
+
+
+def test_a_file_lock_excludes_other_processes_and_dies_with_its_holder(tmp_path: Path):
+    import signal
+    import time
+
+    script = textwrap.dedent(f"""
+        import sys, time
+        from csagent.locks import FileThreadLocks
+        with FileThreadLocks({str(tmp_path / "locks")!r}).hold("shared-thread"):
+            print("held", flush=True)
+            time.sleep(120)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                             cwd=REPO_ROOT)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        locks = FileThreadLocks(tmp_path / "locks")
+        with pytest.raises(ThreadBusyError):
+            with locks.hold("shared-thread", timeout=0.3):
+                pass
+        child.send_signal(signal.SIGKILL)  # the holder dies without releasing anything
+        child.wait(timeout=30)
+        started = time.monotonic()
+        with locks.hold("shared-thread", timeout=5):
+            assert time.monotonic() - started < 1.0
+    finally:
+        child.kill()
+        child.wait(timeout=30)

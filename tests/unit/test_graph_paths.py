@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from pathlib import Path
@@ -14,6 +15,8 @@ from graph.builder import build_graph
 from graph.context import Context
 from graph.deps import Deps
 from shop.tools import ShopToolbox
+from strategies.combined import select
+from strategies.protocols import AnswerRequest, Draft
 from tests.fakes import ChatSession, ScriptedChatModel, fixture_index
 
 ANSWER_PATH = ["start_turn", "route_boundary", "rewrite_query", "retrieve_hybrid",
@@ -253,7 +256,7 @@ def test_llm_fabricated_number_caught_and_fixed_by_reflection(index, shop):
         answer(f"签收后7天内可以申请七天无理由退货【来源:{terms}】。"),
     ])
     chat = make_chat(index, shop, llm, llm_verify=False)
-    chat >> "收到货几天内可以无理由退？"
+    chat >> "签收后几天内可以无理由退货？"
     assert chat.nodes == ANSWER_PATH[:-1] + ["reflect", "generate_answer", "verify_answer",
                                              "finalize_answer"]
     chat << "7天内"
@@ -264,20 +267,44 @@ def test_llm_fabricated_number_caught_and_fixed_by_reflection(index, shop):
     del fee
 
 
-def test_llm_two_failed_rounds_end_in_handoff(index, shop):
+def test_llm_failed_rounds_end_in_the_verified_extractive_answer(index, shop):
+    """Issue 10.2: after the model's drafts fail, the last round is the extractive answer."""
     terms = chunk_id(index, RETURNS_FEE, "签收后7天内")
     bad = answer(f"签收后15天内可以申请七天无理由退货【来源:{terms}】。")
-    llm = ScriptedChatModel([boundary(), rewrite("七天无理由退货"), bad, bad, bad])
+    llm = ScriptedChatModel([boundary(), rewrite("七天无理由退货"), bad, bad])
     chat = make_chat(index, shop, llm, llm_verify=False)
-    chat >> "收到货几天内可以无理由退？"
+    chat >> "签收后几天内可以无理由退货？"
+    assert chat.nodes.count("reflect") == 2
+    assert chat.nodes[-1] == "finalize_answer"
+    assert chat.status == "answered" and "15天" not in chat.answer and "7天" in chat.answer
+    assert "签收后15天内可以申请七天无理由退货" in llm.prompts[-1][-1].content  # feedback went back
+
+
+class _StubbornAnswerer:
+    """An answerer (through the Deps seam) that repeats one unsupported draft every round."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.rounds = text, 0
+
+    def answer(self, request: AnswerRequest) -> Draft:
+        self.rounds += 1
+        return Draft(text=self.text)
+
+
+def test_two_failed_rounds_end_in_handoff(index, shop):
+    """A draft that stays unverifiable after the bounded rounds hands the customer to a human."""
+    terms = chunk_id(index, RETURNS_FEE, "签收后7天内")
+    stubborn = _StubbornAnswerer(f"签收后15天内可以申请七天无理由退货【来源:{terms}】。")
+    deps = Deps(retriever=index, shop=shop,
+                strategies=dataclasses.replace(select(None), answerer=stubborn))
+    chat = ChatSession(build_graph(deps).compile(checkpointer=InMemorySaver()),
+                       context=Context(user_id="u1001", llm_verify=False), thread_id="t1")
+    chat >> "签收后几天内可以无理由退货？"
     assert chat.nodes.count("reflect") == 2
     assert chat.nodes[-1] == "verify_answer"
     assert chat.status == "handoff" and chat.state["fail_reason"] == "reflection_exhausted"
-    assert chat.interrupt["type"] == "handoff"
+    assert chat.interrupt["type"] == "handoff" and stubborn.rounds == 3
     assert "15天" in chat.interrupt["summary"]  # the human sees what could not be verified
-    assert "15天" not in chat.state.get("answer", "")  # the customer never does
-    chat.resume("您好，七天无理由退货期限是签收后7天。")
-    assert chat.status == "answered" and chat.state["answered_by"] == "human"
 
 
 def test_llm_verifier_claims_merged(index, shop):
@@ -287,7 +314,7 @@ def test_llm_verifier_claims_merged(index, shop):
     llm = ScriptedChatModel([boundary(), rewrite("七天无理由退货"),
                              answer(f"签收后7天内可以申请七天无理由退货【来源:{terms}】。"), verdict])
     chat = make_chat(index, shop, llm)
-    chat >> "收到货几天内可以无理由退？"
+    chat >> "签收后几天内可以无理由退货？"
     claims = chat.state["verification"]["claims"]
     assert any(c.get("source") == "llm" for c in claims)
     assert chat.state["verification"]["overall"] == "pass"
@@ -303,11 +330,16 @@ def test_llm_broken_output_falls_back_offline(index, shop):
     assert chat.state["llm_error"]
 
 
-def test_llm_low_confidence_route_clarifies(index, shop):
-    llm = ScriptedChatModel([boundary(confidence=0.2)])
-    chat = make_chat(index, shop, llm)
-    chat >> "那个东西呢"
-    assert chat.nodes == ["start_turn", "route_boundary", "ask_clarification"]
+def test_llm_low_confidence_route_is_left_to_the_rules(index, shop):
+    from langgraph.runtime import Runtime
+
+    from nodes.boundary import route_boundary
+
+    llm = ScriptedChatModel([boundary(route="refuse", confidence=0.2)])
+    deps = Deps(retriever=index, shop=shop, llm=llm)
+    update = route_boundary({"question": "那个东西呢", "facts": []}, Runtime(context=Context()), deps)
+    assert llm.remaining == 0  # the model was asked …
+    assert update["route"] == "answer" and update.get("status") != "refused"  # … and overruled
 
 
 def test_multi_turn_wrong_assistant_statement_does_not_snowball(index, shop):
@@ -326,3 +358,14 @@ def test_multi_turn_wrong_assistant_statement_does_not_snowball(index, shop):
     facts = graph.get_state(config).values["facts"]
     assert any(f["kind"] == "tier" and "PLUS" in f["value"].upper() for f in facts)
     assert any(f == {"kind": "order_id", "value": "SO2026112000102", "source": "user"} for f in facts)
+
+
+@pytest.mark.xfail(strict=True, reason="known gap (issue 8): the offline answerability gate binds the "
+                   "subject lexically, so 收到货 does not bind to 签收 and the paraphrase is declined")
+def test_paraphrased_subject_still_reaches_the_llm(index, shop):
+    terms = chunk_id(index, RETURNS_FEE, "签收后7天内")
+    llm = ScriptedChatModel([boundary(), rewrite("七天无理由退货"),
+                             answer(f"签收后7天内可以申请七天无理由退货【来源:{terms}】。")])
+    chat = make_chat(index, shop, llm, llm_verify=False)
+    chat >> "收到货几天内可以无理由退？"
+    assert chat.status == "answered" and "7天" in chat.answer

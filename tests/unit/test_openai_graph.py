@@ -7,6 +7,7 @@ put in the prompt, or fabricates one when a test wants the verifier to catch it.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -130,12 +131,13 @@ def test_fabricated_answer_is_caught_and_the_extractive_answer_given(settings: S
     with FakeOpenAIServer(llm) as server, agent_for(settings, server.url, tmp_path) as agent:
         result = agent.ask(POLICY_Q, user_id="u1001", thread_id="llm-fab")
         assert server.errors == []
-    # the model is asked once; the reflection round is the verified extractive answer
-    assert len(requests_for(server, "GeneratedAnswer")) == 1
+    # the model is asked again with the feedback; the last round is the verified extractive answer
+    asked = requests_for(server, "GeneratedAnswer")
+    assert len(asked) == 2 and "没有资料支持" in json.dumps(asked[1], ensure_ascii=False)
     assert result.status == "answered", result
     assert "补贴" not in result.answer and llm.answers[0] not in result.answer
     assert re.search(r"【来源:returns-7day#[0-9a-f]{8}】", result.answer)
-    assert state_of(agent, result)["reflections"] == 1
+    assert state_of(agent, result)["reflections"] == 2
 
 
 def test_uncited_llm_sentence_gets_its_tag_by_code(settings: Settings, tmp_path: Path):
@@ -225,3 +227,22 @@ def test_endpoint_with_json_object_only_still_uses_the_llm(settings: Settings, t
     assert state_of(agent, result).get("llm_error") is None
     kinds = [r["response_format"]["type"] for r in server.requests]
     assert kinds[0] == "json_schema" and set(kinds[1:]) == {"json_object"}
+
+
+def test_a_failed_llm_verifier_call_lands_in_llm_error_and_the_turn_figures(settings: Settings,
+                                                                           tmp_path: Path):
+    def verifier_fails(request: dict[str, Any]) -> Item:
+        if schema_name(request) == "VerificationResult":
+            return Fail(400, "context length exceeded")
+        return ShopLLM()(request)
+
+    with FakeOpenAIServer(verifier_fails) as server, \
+            agent_for(settings, server.url, tmp_path) as agent:
+        result = agent.ask(POLICY_Q, user_id="u1001", thread_id="llm-verify-fails")
+    assert result.status == "answered", result  # the code checks still verified the answer
+    assert str(state_of(agent, result)["llm_error"]).startswith("verify: ")
+    assert result.llm["failed"] >= 1 and any("400" in e for e in result.llm["errors"])
+    assert result.llm["ok"] >= 1 and result.llm["prompt_tokens"] > 0
+    trace = json.loads((agent.settings.traces_dir / f"{result.trace_id}.jsonl")
+                       .read_text(encoding="utf-8").splitlines()[-1])
+    assert trace["llm"]["errors"] == result.llm["errors"]  # the failure is in the trace too
