@@ -41,7 +41,7 @@ class ToolResult(TypedDict):
 
 # Question forms a read tool can serve (the rules planner maps a question to one of them):
 FORM_RECORD = "record"  # one record the question names by id: 「SO… 发货了吗」
-FORM_LISTING = "listing"  # the caller's own records, no id needed: 「我有哪些订单还没发货」
+FORM_LISTING = "listing"  # the caller's own records, no id needed: 「列出我还没寄出的单子」
 FORM_SEARCH = "search"  # a free-text query: 「推荐一款降噪耳机」
 FORMS = (FORM_RECORD, FORM_LISTING, FORM_SEARCH)
 

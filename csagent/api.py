@@ -5,7 +5,7 @@ Example::
     from csagent.api import CSAgent
 
     with CSAgent() as agent:
-        result = agent.ask("七天无理由退货运费谁出？", user_id="u1001", thread_id="chat-42")
+        result = agent.ask("退货的邮费要自己付吗？", user_id="u1001", thread_id="chat-42")
         if result.status == "needs_confirmation":
             result = agent.resume("yes", user_id="u1001", thread_id="chat-42")
 

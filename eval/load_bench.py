@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.metrics import latency_summary, percentile
+from csagent.replay import latency_summary, percentile
 
 logger = logging.getLogger(__name__)
 

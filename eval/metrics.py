@@ -10,12 +10,12 @@ ids, order states, regions, payment methods and member tiers.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from csagent.replay import latency_summary  # one copy, in the product (replay uses it)
 from eval import facts as ef
 
 GRAPH_SUITES = ("normal", "boundary", "distractor", "multiturn")
@@ -490,40 +490,6 @@ def fail_reason_mix(cases: Sequence[dict[str, Any]]) -> dict[str, int]:
         if reason:
             counts[str(reason)] += 1
     return dict(counts)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Return the ``q``-th percentile (0–100) with linear interpolation (0.0 for no values)."""
-    if not values:
-        return 0.0
-    data = sorted(float(v) for v in values)
-    pos = (len(data) - 1) * q / 100.0
-    low, high = math.floor(pos), math.ceil(pos)
-    if low == high:
-        return data[low]
-    return data[low] + (data[high] - data[low]) * (pos - low)
-
-
-def latency_summary(samples: Iterable[dict[str, float]]) -> dict[str, dict[str, float]]:
-    """Return p50/p95/mean/n per node and for ``total`` from per-turn ``{node: ms}`` dicts.
-
-    ``total`` is the sum of a turn's node times. A node that did not run in a turn contributes
-    nothing to that node's distribution.
-    """
-    per_node: dict[str, list[float]] = {}
-    totals: list[float] = []
-    for sample in samples:
-        if not sample:
-            continue
-        for node, ms in sample.items():
-            per_node.setdefault(node, []).append(float(ms))
-        totals.append(float(sum(sample.values())))
-    out: dict[str, dict[str, float]] = {}
-    for node, values in list(per_node.items()) + [("total", totals)]:
-        if values:
-            out[node] = {"p50": round(percentile(values, 50), 3), "p95": round(percentile(values, 95), 3),
-                         "mean": round(sum(values) / len(values), 3), "n": len(values)}
-    return out
 
 
 def compute_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ class KnowledgeConfig:
         recall_k: candidates recalled from each retriever before fusion/rerank.
         chroma_url: when set, use ``chromadb.HttpClient`` at this URL instead of a local dir.
         place_weight: weight of the province-level region terms added to a query's BM25 terms
-            for each city it names (「发哈尔滨要几天」 also searches 「黑龙江」; see
+            for each city it names (「寄到大连多久」 also searches 「辽宁」; see
             :mod:`knowledge.gazetteer`); 1 weighs them like the query's own words, 0 turns the
             expansion off.
         superseded_penalty: fraction of the candidates' fused-score spread subtracted from

@@ -1,7 +1,7 @@
 """A small gazetteer of Chinese cities: city → province-level region (pure data + lookup).
 
 Shop policies list delivery times, fees and coverage by province or region (「东北 | 辽宁、吉林、
-黑龙江」), while customers name their city (「发哈尔滨要几天」). :func:`expand_places` finds city
+黑龙江」), while customers name their city (「寄到大连多久」). :func:`expand_places` finds city
 names in a (normalised) query and returns the province-level regions they belong to, so BM25
 can add the region's terms to the query (see :func:`knowledge.normalize.tokenize_query`).
 
@@ -113,7 +113,7 @@ def expand_places(text: str) -> tuple[str, ...]:
     Returns:
         Province-level region names in order of first mention, without duplicates, leaving out
         regions whose own name already occurs in ``text`` (「北京」 → nothing to add;
-        「发哈尔滨要几天」 → ``("黑龙江",)``).
+        「寄到大连多久」 → ``("辽宁",)``).
 
     """
     out: list[str] = []

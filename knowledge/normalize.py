@@ -224,7 +224,7 @@ def place_terms(text: str) -> tuple[str, ...]:
     """Return BM25 terms of the province-level regions of the cities ``text`` names.
 
     Policies list delivery times and fees by province or region while customers name their
-    city: for 「发哈尔滨要几天」 this returns the terms of 「黑龙江」 (see
+    city: for 「寄到大连多久」 this returns the terms of 「辽宁」 (see
     :mod:`knowledge.gazetteer`). Regions the text already names are left out; text without a
     known city gives ``()``. The caller decides how much these terms weigh.
     """
@@ -241,8 +241,8 @@ _OLD_VERSION_RE = re.compile(
 def asks_for_old_version(text: str) -> bool:
     """Return True when ``text`` explicitly asks about an old version of a policy.
 
-    「旧版价保的差价退到哪里」, 「2024版运费险江浙沪赔付多少」 and 「按旧规则怎么算」 do;
-    「以旧换新」 and 「以前的手机号停用了」 do not. Search uses it to skip the demotion of
+    「旧版本的规定是什么」, 「2023版的条款」 and 「按老规定来」 do;
+    「以旧换新」 and 「以前买过」 do not. Search uses it to skip the demotion of
     superseded documents for such questions.
     """
     return bool(_OLD_VERSION_RE.search(normalize_text(text)))

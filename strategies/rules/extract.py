@@ -217,7 +217,7 @@ def term_in(term: str, text: str) -> bool:
     """Return True when ``term`` occurs in ``text``, a city also via its province or region.
 
     Policies list delivery times and fees by province while customers name their city: in
-    「发哈尔滨要几天」 the term 「哈尔滨」 is covered by a row that says 「黑龙江」.
+    「寄到大连多久」 the term 「大连」 is covered by a row that says 「辽宁」.
     """
     if term in text:
         return True
@@ -296,7 +296,7 @@ def choose(candidates: list[Candidate], max_units: int = 3, *, required: frozens
     least 60 % of the best unit's (unweighted) term share. Then, while room is left, a unit
     that states a question term (``required``) or an asked answer type (``asked``) that no
     chosen unit states is added when it comes from the best unit's document and scores at
-    least 60 % of the best: the second half of 「预售最晚多久发货」 is the sentence with the number.
+    least 60 % of the best: the second half of a question such as 「定金付了以后最迟哪天发出」 is the sentence with the number.
     A chosen sentence that calls a rule the old version (「7天是旧版政策」) is followed by its
     chunk's sentence stating the current one (「现行政策普通会员15天」).
 

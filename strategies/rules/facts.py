@@ -58,8 +58,8 @@ def tool_facts(tool_calls: Sequence[ToolCallRecord]) -> list[Fact]:
     """Return order ids confirmed by valid tool results this turn.
 
     An order named in the call's args counts; so does the single order a listing was about
-    (``focus``, set by ``nodes.tools.call_tools``: 「我有哪些订单还没发货」 → that one order), so
-    「这个订单是用什么付的」 next turn refers to it.
+    (``focus``, set by ``nodes.tools.call_tools``: 「还有哪单没寄出」 → that one order), so
+    「那单付款方式是啥」 next turn refers to it.
     """
     facts: list[Fact] = []
     for call in tool_calls:

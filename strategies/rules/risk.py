@@ -51,8 +51,8 @@ _WHICH_RE = re.compile(r"哪些|哪个|哪笔|哪几|有没有|是哪|多少|几
 def asks_own_orders(question: str) -> bool:
     """Return True for a question about the customer's own order data, not about a policy.
 
-    「我最近有哪些订单还没发货」「我上个月买的空调订单号多少」 ask for records (answered from
-    the order tool), while 「我的订单能取消吗」 asks what the rules allow.
+    「列一下我还没寄出的单子」「前阵子买的冰箱单号是哪个」 ask for records (answered from
+    the order tool), while 「付了款还能不能取消」 asks what the rules allow.
     """
     return bool(_OWN_ORDERS_RE.search(question)) and bool(_WHICH_RE.search(question))
 

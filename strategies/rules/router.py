@@ -148,7 +148,7 @@ def _order_question_action(turn: Turn, action: dict[str, Any] | None) -> dict[st
     if not profile.get("order_id_default_intent"):
         return None
     if _refers_to_order(question, turn):
-        # 「那它到哪了」「快递单号多少」「老人手机那单走的什么快递」: order data, not policy text.
+        # 「那它现在在哪」「运单号给我下」「买台灯那单用的哪个快递公司」: order data, not policy text.
         return action if action and is_record_read(action_tool(action, turn.tools)) else _default_action(profile)
     if question_refs(question, turn.tools):
         # A question about a named order is answered from the order data, not from policy text.

@@ -65,7 +65,7 @@ ASKED_FIELD_CUES: dict[str, tuple[str, ...]] = {
 }
 # Fields a parcel question (「快递」 with nothing more specific) asks for.
 _PARCEL_FIELDS = ["carrier", "tracking_no", "latest"]
-# Statuses a listing question filters on (「哪些订单还没发货」→ 待发货).
+# Statuses a listing question filters on (「还没寄出的单子」→ 待发货).
 _STATUS_FILTERS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("没付款", "未付款", "待付款", "没付钱", "还没付", "没支付", "未支付"), ("待付款",)),
     (("没发货", "未发货", "待发货", "还没发"), ("待发货",)),
@@ -81,12 +81,12 @@ _SHIPPING_CUES = ("发货了", "发货没", "发了没", "发了吗", "签收了
 def asked_fields(question: str) -> list[str]:
     """Return the record fields ``question`` asks for, in a stable order (may be empty).
 
-    「SO…走的哪家快递，单号多少」→ ["carrier", "tracking_no"]; 「发货了吗」→ ["status", "latest"].
+    「SO…是哪个快递公司送，运单号给我」→ ["carrier", "tracking_no"]; 「发货了吗」→ ["status", "latest"].
     """
     text = full_to_half(question)
     fields = [f for f, cues in ASKED_FIELD_CUES.items() if any(c in text for c in cues)]
     if "到哪一步" in text and "物流" not in text and "快递" not in text:
-        fields = [f for f in fields if f != "latest"]  # 「退款到哪一步了」 asks the order's state
+        fields = [f for f in fields if f != "latest"]  # 「退款进行到什么程度」 asks the order's state
     if "快递" in text and not fields:
         fields = list(_PARCEL_FIELDS)
     if any(c in text for c in _SHIPPING_CUES) and "latest" not in fields:
@@ -237,7 +237,7 @@ def listed_records(result: Mapping[str, Any], id_key: str) -> list[dict[str, Any
 def match_orders(question: str, orders: list[dict[str, Any]], id_key: str = "order_id") -> list[str]:
     """Return the ids of listed records whose item names the question names (best overlap only).
 
-    「我买的那个降噪耳机到了没」 picks the order containing 「…降噪耳机」; ties return every tied
+    「上回买的那个台灯送到没」 picks the order containing 「…台灯」; ties return every tied
     record. Long numbers (ids, parts of ids, dates) never count as a product's name.
     """
     grams = _bigrams(_ID_LIKE_RE.sub(" ", clean_text(question)))

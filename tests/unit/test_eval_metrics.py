@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from csagent.replay import percentile
 from eval import metrics as m
 
 RETURNS = "商品签收后7天内支持7天无理由退货，退货运费由买家承担；Plus会员每月享2次退货运费险。"
@@ -121,9 +122,9 @@ def test_empty_denominators_are_not_measured() -> None:
 
 
 def test_percentile_interpolates() -> None:
-    assert m.percentile([], 50) == 0.0
-    assert m.percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
-    assert m.percentile(list(range(1, 101)), 95) == pytest.approx(95.05)
+    assert percentile([], 50) == 0.0
+    assert percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
+    assert percentile(list(range(1, 101)), 95) == pytest.approx(95.05)
 
 
 def test_cited_current_chunks_support_but_distractor_and_superseded_do_not() -> None:

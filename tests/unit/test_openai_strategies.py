@@ -134,9 +134,9 @@ class Extractive:
 
 
 def request(text: str = "退货运费谁出", *, slot: str = "none",
-            feedback: list[str] | None = None) -> AnswerRequest:
+            feedback: list[str] | None = None, final_round: bool = False) -> AnswerRequest:
     return AnswerRequest(turn=turn(text, slot), queries=[text], evidence=list(EVIDENCE),
-                         feedback=feedback or [])
+                         feedback=feedback or [], final_round=final_round)
 
 
 def answer_json(text: str) -> str:
@@ -149,11 +149,20 @@ def test_llm_draft_gets_its_missing_tags_by_code() -> None:
     assert draft.text == "退货运费由买家承担【来源:returns#1】。"
 
 
-def test_a_reflection_round_uses_the_extractive_answer_not_the_model() -> None:
+def test_the_final_reflection_round_uses_the_extractive_answer_not_the_model() -> None:
     extractive, llm = Extractive(), ScriptedChatModel([])
-    draft = LLMAnswerer(llm, extractive, samples=0).answer(request(feedback=["运费由商城承担"]))
+    draft = LLMAnswerer(llm, extractive, samples=0).answer(
+        request(feedback=["运费由商城承担"], final_round=True))
     assert draft.text.startswith("extractive") and extractive.calls == 1
     assert llm.prompts == []
+
+
+def test_an_earlier_reflection_round_asks_the_model_with_the_feedback() -> None:
+    extractive = Extractive()
+    llm = ScriptedChatModel([answer_json("退货运费由买家承担【来源:returns#1】。")])
+    draft = LLMAnswerer(llm, extractive, samples=0).answer(request(feedback=["运费由商城承担"]))
+    assert draft.text == "退货运费由买家承担【来源:returns#1】。" and extractive.calls == 0
+    assert "运费由商城承担" in llm.prompts[0][-1].content
 
 
 def test_high_value_samples_that_disagree_give_the_extractive_answer() -> None:
