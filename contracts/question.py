@@ -8,7 +8,7 @@ a member tier, a product category, a payment method, a period, a version, a regi
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -17,8 +17,40 @@ Slot = Literal["date", "duration", "amount", "count", "person_org", "place", "ye
 SLOTS: tuple[Slot, ...] = ("date", "duration", "amount", "count", "person_org", "place", "yesno",
                            "procedure", "reason", "none")
 QualifierKind = Literal["region", "tier", "category", "payment", "period", "version", "regime"]
+Bound = Literal["max", "min", ""]
 QUALIFIER_KINDS: tuple[QualifierKind, ...] = ("region", "tier", "category", "payment", "period",
                                               "version", "regime")
+
+
+class QuestionView(TypedDict):
+    """The question as the extractive scorer compares it (``normalize_for_compare`` forms).
+
+    Attributes:
+        compare: The question through ``normalize_for_compare``, lower-cased.
+        bigrams: Its CJK/alphanumeric character bigrams, question fillers left out (sorted).
+        asked_types: The answer types its form asks for (duration, amount, count, clock, yesno).
+        slot_kinds: The regions, payment methods and tiers it names, by kind (lower case).
+
+    """
+
+    compare: str
+    bigrams: list[str]
+    asked_types: list[str]
+    slot_kinds: dict[str, list[str]]
+
+
+class QuestionTerms(QuestionView):
+    """:class:`QuestionView` plus the weighted terms the extractive answerer looks for.
+
+    Attributes:
+        gate_terms: Content terms for the coverage gate (jieba search mode, out-of-dictionary
+            guesses split or down-weighted), weight 1.0 (or less for a guess).
+        answer_terms: Content terms for sentence scoring; the named qualifiers weigh more.
+
+    """
+
+    gate_terms: dict[str, float]
+    answer_terms: dict[str, float]
 
 
 class Question(TypedDict):
@@ -36,6 +68,14 @@ class Question(TypedDict):
             fact) names.
         order_ids: Order or ticket ids the question names.
         parts: The sub-questions of a multi-part question (empty for a single question).
+        terms: The extractive answerer's lexical view (``strategies.rules.answer.question_terms``),
+            computed in the same step as the rest.
+        anchors: The words the asked slot attaches to (the predicate or noun next to the
+            interrogative: 「寄回」 in 「几天内寄回」, 「运费」 in 「运费多少」); an answering value must
+            stand with one of them.
+        bound: ``max`` when the question asks for an upper bound (「最多」「最高」「封顶」), ``min``
+            for a lower bound (「最少」「最低」「起」), else ``""``.
+        measure: The classifier the question counts in (「岁」 of 「多少岁」, 「张」 of 「几张」), or ``""``.
 
     """
 
@@ -47,9 +87,13 @@ class Question(TypedDict):
     qualifiers: dict[str, list[str]]
     order_ids: list[str]
     parts: list[str]
+    terms: NotRequired[QuestionTerms]
+    anchors: list[str]
+    bound: Bound
+    measure: str
 
 
 def empty_question(text: str = "") -> Question:
     """Return the analysis of a question with nothing in it (slot ``none``)."""
     return Question(text=text, norm=text, tokens=[], slot="none", subject_terms=[], qualifiers={},
-                    order_ids=[], parts=[])
+                    order_ids=[], parts=[], anchors=[], bound="", measure="")

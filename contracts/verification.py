@@ -35,6 +35,9 @@ class Verification(TypedDict):
     overall: Overall
     claims: list[ClaimResult]
     checks: list[Check]
+    # [llm] LLM verdicts recorded but not counted: about sentences the code verified as evidence
+    # text (``strategies.rules.anchored``); a small model's "unsupported" there is no veto
+    advisory: NotRequired[list[ClaimResult]]
 
 
 def overall_of(claims: list[ClaimResult]) -> Overall:

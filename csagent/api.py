@@ -243,6 +243,8 @@ class CSAgent:
             :func:`csagent.runtime.open_backend` (SQLite files in ``data_dir``, or Postgres when
             ``CSAGENT_DATABASE_URL`` is set), closed by :meth:`close`.
         lock_timeout: Seconds a call waits for a busy thread before :class:`ThreadBusyError`.
+        db_connections: Postgres only: the most connections per pool of the backend this agent
+            opens (see :func:`csagent.runtime.open_backend`); default: sized for many turns.
 
     """
 
@@ -255,6 +257,7 @@ class CSAgent:
         max_message_chars: int = MAX_MESSAGE_CHARS,
         backend: Backend | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        db_connections: int | None = None,
     ) -> None:
         from csagent.runtime import open_backend
         from graph.builder import build_graph
@@ -268,7 +271,8 @@ class CSAgent:
         self.max_message_chars = max_message_chars
         self.lock_timeout = lock_timeout
         self._own_backend = backend is None
-        self.backend = backend or open_backend(self.settings, checkpointer)
+        self.backend = backend or open_backend(self.settings, checkpointer,
+                                               connections=db_connections)
         self.checkpointer = checkpointer or self.backend.checkpointer
         self.store = self.backend.store
         self.locks = self.backend.locks
@@ -438,6 +442,39 @@ class CSAgent:
             else:
                 self._after(result, user_id=owner, question=question, kind="agent")
             return result
+
+    def finish_interrupted(self, *, thread_id: str, since: float,
+                           on_event: EventSink | None = None) -> TurnResult | None:
+        """Return the outcome of a call whose process died before it could answer.
+
+        For a service that runs turns in separate processes: when one dies mid-call, the caller
+        still waiting for the reply asks another process for it. Under the thread's lock this
+        finishes the run the dead process left unfinished (as the next call on the thread would)
+        and returns its result; a run that had finished returns the thread's last result when
+        it was recorded at or after ``since``.
+
+        Args:
+            thread_id: The thread of the lost call.
+            since: When the lost call was sent (``time.time()``).
+            on_event: Progress callback, as for :meth:`ask`.
+
+        Returns:
+            The lost call's result, or None when it never got far enough to be recorded (the
+            thread is unchanged: the caller may send it again).
+
+        """
+        thread_id = _check_id("thread_id", thread_id)
+        with self.locks.hold(thread_id, self.lock_timeout):
+            owner = self._owner(thread_id)
+            if owner is None:
+                return None
+            result = self._recover(owner, thread_id, on_event)
+            if result is not None:
+                return result
+            last = self.store.latest_event(thread_id, "turn")
+            if last is not None and float(last["created_at"]) >= since:
+                return TurnResult.from_json(last["payload"]["result"])
+            return None
 
     async def aask(self, message: str, *, user_id: str, thread_id: str) -> TurnResult:
         """Run :meth:`ask` in a worker thread (for asyncio chat backends)."""

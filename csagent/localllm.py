@@ -188,7 +188,13 @@ def check_server_installed() -> None:
 
 def serve_command(model: Path, port: int, *, n_threads: int = N_THREADS,
                   n_ctx: int = N_CTX) -> list[str]:
-    """Return the command that serves ``model`` on ``127.0.0.1:port`` (OpenAI-compatible)."""
+    """Return the command that serves ``model`` on ``127.0.0.1:port`` (OpenAI-compatible).
+
+    llama-cpp-python's RAM prompt cache (``--cache true``) is deliberately not used: its size
+    limit counts the KV state only, not the logits saved with every entry (about 0.4 GB per
+    700-token prompt of the 0.5B model); measured here it grew to 20 GB and was OOM-killed.
+    The server still reuses the longest common prefix with the previous request by itself.
+    """
     return [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
             "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
             "--n_ctx", str(n_ctx), "--n_threads", str(n_threads)]

@@ -121,3 +121,15 @@ class PostgresThreadLocks:
                 except Exception as exc:  # noqa: BLE001 - a broken connection: drop it
                     logger.warning("advisory unlock failed (%s); closing the connection", exc)
                     conn.close()
+
+
+def wait_advisory_lock(conn: Any, key: int, poll_s: float = 0.05) -> None:
+    """Take a session advisory lock, polling: a waiter holds no snapshot between tries.
+
+    A blocking ``pg_advisory_lock`` keeps its statement's snapshot while it waits, and the
+    checkpointer's migration (``CREATE INDEX CONCURRENTLY``, run by the lock's holder on another
+    connection) waits for every older snapshot: two processes starting on a fresh database
+    would wait for each other forever, a cycle through the clients that Postgres cannot see.
+    """
+    while not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+        time.sleep(poll_s)

@@ -123,12 +123,16 @@ def database_url(settings: Settings) -> str | None:
     return str(url) if url else None
 
 
-def open_backend(settings: Settings, checkpointer: BaseCheckpointSaver[Any] | None = None) -> Backend:
+def open_backend(settings: Settings, checkpointer: BaseCheckpointSaver[Any] | None = None, *,
+                 connections: int | None = None) -> Backend:
     """Open the conversation backend: Postgres when a database URL is set, else SQLite files.
 
     Args:
         settings: Process settings (``data_dir`` for the SQLite files).
         checkpointer: A caller's own checkpointer (tests); the store and locks are still opened.
+        connections: Postgres only: the most connections each of the backend's pools (locks,
+            store, checkpoints) may open, starting from one. Default: pools sized for a
+            process that runs many turns at once (4 warm connections each, up to 24/8/12).
 
     Returns:
         A :class:`Backend`; call :meth:`Backend.close` when done.
@@ -136,7 +140,7 @@ def open_backend(settings: Settings, checkpointer: BaseCheckpointSaver[Any] | No
     """
     url = database_url(settings)
     if url and url.startswith(("postgres://", "postgresql://")):
-        return _open_postgres(url, checkpointer)
+        return _open_postgres(url, checkpointer, connections)
     if url:
         raise ValueError(f"{DATABASE_URL_ENV} must be a postgresql:// URL, got {url.split(':')[0]}:…")
     return _open_sqlite(settings.data_dir, checkpointer)
@@ -164,20 +168,24 @@ def _open_sqlite(data_dir: Path, checkpointer: BaseCheckpointSaver[Any] | None) 
                    locks=FileThreadLocks(data_dir / "locks"), kind="sqlite", closers=closers)
 
 
-def _open_postgres(url: str, checkpointer: BaseCheckpointSaver[Any] | None) -> Backend:
+def _open_postgres(url: str, checkpointer: BaseCheckpointSaver[Any] | None,
+                   connections: int | None = None) -> Backend:
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 
-    from csagent.locks import PostgresThreadLocks
+    from csagent.locks import PostgresThreadLocks, wait_advisory_lock
     from csagent.store import PostgresStore
 
     closers: list[Callable[[], None]] = []
     plain = {"autocommit": True}
     # Pools start warm (min_size ready before the first request): a burst of new conversations
-    # must not wait for connections to be opened one by one.
-    lock_pool = ConnectionPool(url, min_size=4, max_size=LOCK_POOL_MAX, kwargs=plain, open=True)
+    # must not wait for connections to be opened one by one. A process with a known concurrency
+    # (the service's turn processes) asks for small pools: many processes share one server.
+    low, (lock_max, store_max, saver_max) = ((4, (LOCK_POOL_MAX, 8, 12)) if connections is None
+                                             else (1, (max(connections, 1),) * 3))
+    lock_pool = ConnectionPool(url, min_size=low, max_size=lock_max, kwargs=plain, open=True)
     closers.append(lock_pool.close)
-    store_pool = ConnectionPool(url, min_size=4, max_size=8, kwargs=plain, open=True)
+    store_pool = ConnectionPool(url, min_size=low, max_size=store_max, kwargs=plain, open=True)
     closers.append(store_pool.close)
     for pool in (lock_pool, store_pool):
         pool.wait(timeout=30.0)
@@ -185,13 +193,13 @@ def _open_postgres(url: str, checkpointer: BaseCheckpointSaver[Any] | None) -> B
     if checkpointer is None:
         from langgraph.checkpoint.postgres import PostgresSaver
 
-        saver_pool = ConnectionPool(url, min_size=4, max_size=12, open=True, kwargs={
+        saver_pool = ConnectionPool(url, min_size=low, max_size=saver_max, open=True, kwargs={
             "autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
         closers.append(saver_pool.close)
         saver_pool.wait(timeout=30.0)
         checkpointer = PostgresSaver(saver_pool)  # type: ignore[arg-type]
         with store_pool.connection() as conn:  # workers starting together: one migration
-            conn.execute("SELECT pg_advisory_lock(7302)")
+            wait_advisory_lock(conn, 7302)
             try:
                 checkpointer.setup()
             finally:

@@ -31,6 +31,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from csagent.locks import wait_advisory_lock
+
 logger = logging.getLogger(__name__)
 
 ACTIVE = ("open", "claimed")
@@ -171,9 +173,13 @@ class ThreadStore:
 
     def latest_event(self, thread_id: str, kind: str) -> dict[str, Any] | None:
         """Return the newest event of ``kind`` in a thread, or None."""
-        rows = self._rows("SELECT seq, payload FROM thread_events WHERE thread_id = ? AND kind = ? "
-                          "ORDER BY seq DESC LIMIT 1", (thread_id, kind))
-        return {"seq": int(rows[0][0]), "payload": _loads(rows[0][1])} if rows else None
+        rows = self._rows("SELECT seq, payload, created_at FROM thread_events "
+                          "WHERE thread_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1",
+                          (thread_id, kind))
+        if not rows:
+            return None
+        return {"seq": int(rows[0][0]), "payload": _loads(rows[0][1]),
+                "created_at": float(rows[0][2])}
 
     # the desk's queue ------------------------------------------------------------------------
     def open_handoff(self, thread_id: str, user_id: str, question: str, reason: str | None,
@@ -279,7 +285,7 @@ class PostgresStore(ThreadStore):
         super().__init__()
         self.pool = pool
         with self._connect() as conn:
-            conn.execute("SELECT pg_advisory_lock(7301)")  # one schema set-up at a time
+            wait_advisory_lock(conn, 7301)  # one schema set-up at a time
             try:
                 for statement in _TABLES.format(real="DOUBLE PRECISION",
                                                 serial="BIGSERIAL PRIMARY KEY").split(";"):

@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run at most N cases per suite")
     parser.add_argument("--datasets", type=Path, default=None, metavar="DIR",
                         help="folder of the suite files (default: eval/datasets)")
+    parser.add_argument("--foreign", type=Path, default=None, metavar="DIR",
+                        help="folder of the foreign suite (kb/ + questions.jsonl; default: "
+                             "eval/datasets/foreign)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--guards", choices=("on", "off"), default="on",  # [llm]
                         help="off: naive RAG with the same LLM (retrieve + plain prompt; no "
@@ -66,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {}
     if args.datasets is not None:
         kwargs["datasets_dir"] = args.datasets
+    foreign = getattr(args, "foreign", None)
+    if foreign is not None:
+        if not (foreign / "questions.jsonl").is_file() or not (foreign / "kb").is_dir():
+            raise UsageError(f"--foreign {foreign}: needs kb/ and questions.jsonl")
+        kwargs["foreign_dir"] = foreign
     results = runner.run_eval(suites=suites, report_dir=args.report, index_dir=args.index,
                               limit=args.limit, progress=not args.no_progress,
                               guards=args.guards == "on", **kwargs)

@@ -487,6 +487,7 @@ def run_eval(
     settings: Any = None,
     agent: Any = None,
     guards: bool = True,
+    foreign_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Run the named suites and return the results dict (what ``results.json`` holds).
 
@@ -501,6 +502,7 @@ def run_eval(
         settings: Base :class:`csagent.config.Settings` (default: from the environment).
         agent: A ready :class:`csagent.api.CSAgent` (tests); built from ``settings`` otherwise.
         guards: False runs single turns as naive RAG with the same LLM (``--guards off``).
+        foreign_dir: The foreign suite's folder (default :data:`eval.generated.FOREIGN_DIR`).
 
     Returns:
         ``{"run", "metrics", "counts", "targets", "fail_reason_mix", "latency", "confusion",
@@ -553,7 +555,8 @@ def run_eval(
             rows, extra = _generated(run, suites, loaded, rows, eval_settings, progress=progress)
             counts.update(extra)
         if FOREIGN_SUITE in suites:
-            foreign_rows, errors = run_foreign(eval_settings, data_dir, limit=limit, progress=progress)
+            foreign_rows, errors = run_foreign(eval_settings, data_dir, limit=limit, progress=progress,
+                                               folder=foreign_dir or gen.FOREIGN_DIR)
             dataset_errors += errors
             rows += foreign_rows
             counts[FOREIGN_SUITE] = len(foreign_rows)

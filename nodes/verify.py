@@ -26,6 +26,7 @@ def verify_answer(state: State, runtime: Runtime[Context], deps: Deps) -> State:
         evidence=list(state.get("evidence") or []),
         write_succeeded=any(c.get("write") and c["result"].get("valid") for c in calls),
         require_citations=True, use_llm=ctx.llm_verify and state.get("route") != "chitchat",
+        llm_after_code_fail=False,  # [llm] a draft the code rejected goes to reflection as it is
         analysis=state.get("analysis"), vocab=vocabulary_for(deps.retriever))  # [answer]
     verification = deps.strategies.claim_checker.check(request)
     update: State = {"verification": verification}

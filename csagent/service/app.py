@@ -21,6 +21,11 @@ Errors are JSON ``{"error": {"code", "message"}}`` with 400/401/403/404/409/413/
 larger than ``max_body_bytes`` are refused with 413 before they are read in full. A customer who
 drops an SSE stream mid-turn does not cancel the turn: it finishes, and its result is in the
 thread's history.
+
+Turns run in a pool of turn processes (:mod:`csagent.service.pool`), not in the process that
+serves HTTP: its event loop only parses requests, checks identities and relays events, so the
+first SSE event does not wait behind CPU-bound turns. ``run_processes=0`` runs turns in threads
+of the HTTP process instead (for an embedding whose agent factory cannot be pickled).
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from csagent.api import (
 )
 from csagent.errors import UsageError
 from csagent.service.auth import Authenticator, Identity
+from csagent.service.pool import Op, TurnPool, WorkerLostError
 
 logger = logging.getLogger(__name__)
 
@@ -83,8 +89,11 @@ class ServiceConfig:
     """Service limits and timings."""
 
     max_body_bytes: int = 64 * 1024
-    run_threads: int = 6  # graph runs in flight per worker process (CPU-bound: keep it small)
-    switch_interval_s: float = 0.001  # GIL hand-over: keeps the event loop responsive under load
+    run_processes: int = 2  # turn processes per HTTP worker (0: turns in threads of the worker)
+    run_threads: int = 3  # turns in flight per turn process (or in the worker, run_processes=0)
+    run_nice: int = 5  # turn processes yield the CPU to the HTTP process (the first SSE event)
+    io_threads: int = 8  # short store reads and writes of the HTTP process
+    switch_interval_s: float = 0.001  # GIL hand-over (run_processes=0: turns share the GIL)
     events_poll_s: float = 0.25  # how often a live thread stream looks for new events
     events_max_s: float = 600.0  # a live thread stream closes after this long (clients reconnect)
     ping_s: float = 15.0
@@ -189,6 +198,7 @@ class ApiError(Exception):
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     s: {"model": ErrorOut} for s in (400, 401, 403, 404, 409, 413, 422)}
+WORKER_LOST = ApiError(503, "worker_lost", "处理该请求的进程意外退出，请重新发送")
 
 
 def _usage_error(exc: UsageError) -> ApiError:
@@ -288,37 +298,58 @@ def create_app(
     agent_factory: Callable[[], CSAgent],
     authenticator: Authenticator,
     config: ServiceConfig | None = None,
+    run_factory: Callable[[], CSAgent] | None = None,
 ) -> FastAPI:
     """Build the service.
 
     Args:
-        agent_factory: Builds the :class:`CSAgent` at start-up (closed at shutdown).
+        agent_factory: Builds the HTTP process's :class:`CSAgent` at start-up (closed at
+            shutdown); it serves reads (history, the desk's queue, pending actions).
         authenticator: Maps bearer tokens to identities.
         config: Limits and timings.
+        run_factory: Builds each turn process's agent (default ``agent_factory``); with
+            ``run_processes > 0`` it must pickle (a module-level function or a partial of one).
 
     """
     cfg = config or ServiceConfig()
     state: dict[str, Any] = {}
+    turns: set[asyncio.Task[None]] = set()  # turns whose client may have left: keep them alive
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # Turns are CPU-bound Python: few run threads and a short GIL switch interval let the
-        # event loop answer new requests (the first SSE event) while turns run.
-        sys.setswitchinterval(cfg.switch_interval_s)
-        state["executor"] = ThreadPoolExecutor(max_workers=cfg.run_threads,
-                                               thread_name_prefix="csagent-run")
-        state["io"] = ThreadPoolExecutor(max_workers=8, thread_name_prefix="csagent-io")
-        state["agent"] = await asyncio.get_running_loop().run_in_executor(
-            state["executor"], agent_factory)
+        loop = asyncio.get_running_loop()
+        state["io"] = ThreadPoolExecutor(max_workers=cfg.io_threads, thread_name_prefix="csagent-io")
+        pool = None
+        if cfg.run_processes > 0:
+            pool = TurnPool(run_factory or agent_factory, cfg.run_processes, cfg.run_threads,
+                            cfg.run_nice)
+            try:
+                state["agent"], _ = await asyncio.gather(
+                    loop.run_in_executor(state["io"], agent_factory), pool.start())
+            except BaseException:
+                await pool.close()  # no turn process outlives a failed start-up
+                raise
+            state["pool"] = pool
+        else:  # turns share this process's GIL: a short switch interval keeps the loop going
+            sys.setswitchinterval(cfg.switch_interval_s)
+            state["executor"] = ThreadPoolExecutor(max_workers=cfg.run_threads,
+                                                   thread_name_prefix="csagent-run")
+            state["agent"] = await loop.run_in_executor(state["executor"], agent_factory)
         # The loaded index and models are millions of long-lived objects: keep them out of the
         # cyclic GC's full collections, which would otherwise stall every request for ~0.1-0.5 s.
         gc.collect()
         gc.freeze()
-        logger.info("csagent service ready (backend %s)", state["agent"].backend.kind)
+        logger.info("csagent service ready (backend %s, turn processes %s)",
+                    state["agent"].backend.kind, pool.pids if pool else "none")
         try:
             yield
         finally:
-            state["executor"].shutdown(wait=True)
+            if pool is not None:
+                await pool.close()
+            else:
+                state["executor"].shutdown(wait=True)
+            if turns:
+                await asyncio.wait(list(turns), timeout=5)
             state["io"].shutdown(wait=True)
             state["agent"].close()
 
@@ -331,9 +362,17 @@ def create_app(
     def agent() -> CSAgent:
         return state["agent"]
 
-    async def in_thread(fn: Callable[[], Any]) -> Any:
-        """Run a graph turn on the run executor."""
-        return await asyncio.get_running_loop().run_in_executor(state["executor"], fn)
+    async def call(op: Op, kwargs: dict[str, Any],
+                   sink: Callable[[dict[str, Any]], None] | None = None) -> TurnResult:
+        """Run ``CSAgent.<op>`` in a turn process (or a run thread); ``sink`` runs on the loop."""
+        if "pool" in state:
+            result: TurnResult = await state["pool"].run(op, kwargs, sink)
+            return result
+        loop = asyncio.get_running_loop()
+        relay = None if sink is None else (lambda e: loop.call_soon_threadsafe(sink, e))
+        method = getattr(agent(), op)
+        return await loop.run_in_executor(state["executor"],
+                                          lambda: method(**kwargs, on_event=relay))
 
     async def in_io(fn: Callable[[], Any]) -> Any:
         """Run a short store read/write off the event loop (never queued behind turns)."""
@@ -362,6 +401,10 @@ def create_app(
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
         return JSONResponse({"error": {"code": exc.code, "message": exc.message}},
                             status_code=exc.status, headers=headers)
+
+    @app.exception_handler(WorkerLostError)
+    async def _lost(request: Request, exc: WorkerLostError) -> JSONResponse:
+        return await _api_error(request, WORKER_LOST)
 
     @app.exception_handler(UsageError)
     async def _usage(request: Request, exc: UsageError) -> JSONResponse:
@@ -396,39 +439,38 @@ def create_app(
         if owner is not None and owner != who.subject:
             raise ApiError(403, "foreign_thread", f"thread {thread_id!r} belongs to another user")
 
-    async def turn(call: Callable[[Callable[[dict[str, Any]], None]], TurnResult],
-                   accept: str | None) -> Any:
+    async def turn(op: Op, kwargs: dict[str, Any], accept: str | None) -> Any:
         """Run a turn; answer with JSON, or with an SSE stream of its progress and result."""
         if not _wants_stream(accept):
-            result = await in_thread(lambda: call(lambda event: None))
-            return result.to_json()
-        loop = asyncio.get_running_loop()
+            return (await call(op, kwargs)).to_json()
         queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
 
-        def push(kind: str, data: dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, (kind, data))
-
-        def work() -> None:
+        async def work() -> None:
             try:
-                result = call(lambda event: push("progress", _progress(event)))
-                push("result", result.to_json())
-            except UsageError as exc:
-                err = _usage_error(exc)
-                push("error", {"status": err.status, "code": err.code, "message": err.message})
+                result = await call(op, kwargs,
+                                    lambda event: queue.put_nowait(("progress", _progress(event))))
+                queue.put_nowait(("result", result.to_json()))
+            except (UsageError, WorkerLostError) as exc:
+                err = WORKER_LOST if isinstance(exc, WorkerLostError) else _usage_error(exc)
+                queue.put_nowait(("error", {"status": err.status, "code": err.code,
+                                            "message": err.message}))
             except Exception:  # noqa: BLE001 - reported as an event, logged in full
                 logger.exception("turn failed outside the graph")
-                push("error", {"status": 500, "code": "internal_error",
-                               "message": "内部错误，请稍后重试"})
+                queue.put_nowait(("error", {"status": 500, "code": "internal_error",
+                                            "message": "内部错误，请稍后重试"}))
 
-        running: list[asyncio.Future[None]] = []
+        running: list[asyncio.Task[None]] = []
 
         def start() -> None:
             if not running:  # the turn runs even if the client leaves (its result is stored)
-                running.append(loop.run_in_executor(state["executor"], work))
+                task = asyncio.get_running_loop().create_task(work())
+                running.append(task)
+                turns.add(task)
+                task.add_done_callback(turns.discard)
 
         async def events() -> AsyncIterator[ServerSentEvent]:
             try:
-                yield _sse("accepted", {"at": time.time()})  # sent before the CPU work starts
+                yield _sse("accepted", {"at": time.time()})  # sent before the turn starts
                 start()
                 while True:
                     kind, data = await queue.get()
@@ -446,7 +488,7 @@ def create_app(
     sse_doc: dict[int | str, dict[str, Any]] = {
         200: {"model": TurnOut, "content": {"text/event-stream": {
             "schema": {"type": "string", "description": "accepted, progress…, result|error"}}}},
-        **ERRORS}
+        **ERRORS, 503: {"model": ErrorOut}}
 
     @app.post("/v1/threads/{thread_id}/messages", response_model=TurnOut, responses=sse_doc,
               summary="Send a customer message (JSON, or SSE with Accept: text/event-stream)")
@@ -454,8 +496,8 @@ def create_app(
                            accept: str | None = Header(default=None),
                            who: Identity = Depends(customer)) -> Any:
         await check_thread(who, thread_id, must_exist=False)
-        return await turn(lambda sink: agent().ask(body.message, user_id=who.subject,
-                                                   thread_id=thread_id, on_event=sink), accept)
+        return await turn("ask", {"message": body.message, "user_id": who.subject,
+                                  "thread_id": thread_id}, accept)
 
     @app.post("/v1/threads/{thread_id}/confirm", response_model=TurnOut, responses=sse_doc,
               summary="Confirm or decline the pending action")
@@ -464,8 +506,8 @@ def create_app(
                            who: Identity = Depends(customer)) -> Any:
         await check_thread(who, thread_id, must_exist=True)
         value = "确认" if body.decision == "confirm" else "取消"
-        return await turn(lambda sink: agent().resume(value, user_id=who.subject,
-                                                      thread_id=thread_id, on_event=sink), accept)
+        return await turn("resume", {"value": value, "user_id": who.subject,
+                                     "thread_id": thread_id}, accept)
 
     @app.get("/v1/threads/{thread_id}/history", response_model=HistoryOut, responses=ERRORS,
              summary="The thread's messages and replies, and what it waits for")
@@ -556,14 +598,15 @@ def create_app(
         return handoff_out(await load(handoff_id))
 
     @app.post("/v1/desk/handoffs/{handoff_id}/reply", response_model=TurnOut,
-              responses=ERRORS, summary="Reply to the customer (answered_by=human)")
+              responses={**ERRORS, 503: {"model": ErrorOut}},
+              summary="Reply to the customer (answered_by=human)")
     async def reply(body: ReplyIn, handoff_id: int = handoff_path,
                     who: Identity = Depends(desk_agent)) -> Any:
         item = await load(handoff_id)
         if item["status"] != "claimed" or item["agent_id"] != who.subject:
             raise ApiError(409, "not_claimed", "claim the handoff before replying")
-        result = await in_thread(lambda: agent().reply_as_agent(
-            body.text, agent_id=who.subject, thread_id=item["thread_id"]))
+        result = await call("reply_as_agent", {"text": body.text, "agent_id": who.subject,
+                                               "thread_id": item["thread_id"]})
         return result.to_json()
 
     @app.post("/v1/desk/handoffs/{handoff_id}/resolve", response_model=HandoffOut,

@@ -7,9 +7,12 @@ Never worse than offline (issue 10.2/10.4):
   verifier then checks it like any other sentence. A small model that forgot a tag is not sent
   back to reflect on it.
 - A reflection round (the verifier rejected the model's draft) asks the model again with the
-  rejected claims as feedback; the LAST round (``final_round``) is answered by the extractive
+  rejected claims as feedback; a draft that states a rejected claim again gets the extractive
+  answer at once (the model cannot fix it; its verdict is known); the LAST round (``final_round``) is answered by the extractive
   answerer instead (the offline gate decides whether there is an answer at all), so the
   verified extractive answer comes before a handoff.
+- A draft that states nothing (a bare 「无」 with a tag: no content words, no value) is not an
+  answer: the gate found answering evidence, so the extractive answer is given instead.
 - Self-consistency for high-value turns (a question about an amount, or a turn that reports a
   write tool's result: an order change, a refund, a compensation): ``samples`` extra drafts at ``temperature``; when their key facts (numbers with
   units, dates, order ids) differ from the temperature-0 draft's, the extractive answer is
@@ -20,6 +23,7 @@ Never worse than offline (issue 10.2/10.4):
 from __future__ import annotations
 
 import os
+import re
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -32,6 +36,7 @@ from strategies.protocols import Answerer, AnswerRequest, Draft, StepFailed
 from strategies.rules.answer import NO_ANSWER, RulesAnswerer, tool_failed
 from strategies.rules.claims import (
     bigram_coverage,
+    content_bigrams,
     extract_facts,
     parse_citations,
     split_sentences,
@@ -39,6 +44,7 @@ from strategies.rules.claims import (
 )
 from strategies.rules.evidence import render_evidence
 from strategies.rules.facts import render_facts
+from strategies.rules.normalize import normalize_for_compare
 from strategies.rules.verify import BOILERPLATE, check_sentence
 
 CONSISTENCY_SAMPLES = int(os.environ.get("CSAGENT_LLM_CONSISTENCY_SAMPLES", "2") or 0)
@@ -76,6 +82,26 @@ def attach_citations(answer: str, evidence: list[Evidence], question: str = "") 
         out.append(f"{body}{tag}{sentence[len(body):]}")
         attached += 1
     return "".join(out), attached
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"[\s，,。．.！!？?；;：:、]", "", normalize_for_compare(strip_citations(text)))
+
+
+def repeats_rejected(draft: str, rejected: list[str]) -> bool:
+    """Return True when a reflection draft states a claim the verifier already rejected, again.
+
+    A model that answers the feedback with the same claim cannot fix it; re-verifying the
+    repeat would cost a verifier call (and self-consistency samples) for a known verdict.
+    """
+    text = _plain(draft)
+    return any(claim and claim in text for claim in (_plain(c) for c in rejected))
+
+
+def says_something(answer: str) -> bool:
+    """Return True when some sentence of ``answer`` states content (words or a value), not only a tag."""
+    plain = strip_citations(answer)
+    return len(content_bigrams(plain)) >= 2 or bool(key_facts(plain))
 
 
 def key_facts(text: str) -> frozenset[str]:
@@ -148,8 +174,12 @@ class LLMAnswerer:
             raise StepFailed(f"generate: {outcome.error}")
         if outcome.value.cannot_answer or not outcome.value.answer.strip():
             return Draft(text=NO_ANSWER, fail_reason="no_evidence")
+        if not says_something(outcome.value.answer):  # e.g. a bare 「无」: the gate found an answer
+            return self.extractive.answer(request)
         text, _ = attach_citations(outcome.value.answer.strip(), request.evidence,
                                    request.turn.question["text"])
+        if request.feedback and repeats_rejected(text, request.feedback):
+            return self.extractive.answer(request)  # it cannot fix what was rejected: no re-check
         if self.samples and high_value(request) and not self._agrees(request, text):
             return self.extractive.answer(request)
         failed = tool_failed(request.evidence)

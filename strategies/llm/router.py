@@ -1,19 +1,21 @@
-"""The LLM router: asked only about open questions, and overruled where it contradicts the profile.
+"""The LLM router: the model decides the route; the rules overrule only contradictions and doubt.
 
-Never worse than offline (issue 10.2/10.3):
+Issue 7 (in LLM mode the LLM strategy decides) and issue 10 (never worse than offline) together:
 
-- What the rules decide deterministically (a profile action the question names, a question
-  about an order, a greeting; the hard guards run before any router) is decided by the rules:
-  no model call.
-- For the rest (open questions) the model proposes a route. It is overruled — the method
-  returns None and the rules router decides — when it names a ``tool``/``confirm`` route (the
-  rules found no action in the question), when it refuses a question whose words or stated
-  domain are on the profile's whitelist, or when it is unsure.
+- The model is asked first, for every turn that reaches it (only the hard guards run before it,
+  in :class:`strategies.combined.GuardedRouter`: their verdict would overrule any route).
+- Its route stands unless it contradicts the profile or the model is unsure; then this router
+  returns None and the rules router decides (:func:`overrule_reason`):
+  a ``tool``/``confirm`` route for a question that names no profile action (a ``tool``/``confirm``
+  route for one that does takes the rules' plan for that action: the model agrees that tools
+  are needed, the registry and the rules say which call), a refusal of a question whose words or
+  stated domain are on the profile's whitelist, or a route below its threshold.
 - "Unsure" is measured, never self-reported: the probability is the endpoint's token
   probability of the route value (:func:`strategies.llm.structured.value_probability`; the
   llama.cpp server returns logprobs when ``top_logprobs`` is asked). Without logprobs the
   decision's ``confidence`` is 0.0 and the model's own number is used only as a veto (below
   the threshold → the rules decide), never reported as a probability.
+- A failed call raises :class:`StepFailed`: the rules decide and the reason is kept.
 """
 
 from __future__ import annotations
@@ -36,11 +38,23 @@ def whitelisted(question: str, domain: str, profile: Profile) -> bool:
     return domain.strip().lower() in names or keyword_domain(question, profile["whitelist"]) is not None
 
 
-def overrule_reason(decision: BoundaryDecision, probability: float | None, turn: Turn) -> str | None:
-    """Return why the model's route is not taken (the rules decide then), or None to take it."""
+def is_action_route(decision: RouteDecision | None) -> bool:
+    """Return True when a rules decision serves a profile action (a plan, a clarification or no tool)."""
+    if decision is None:
+        return False
+    return decision["route"] in ("tool", "confirm", "clarify") or decision.get("fail_reason") == "no_capability"
+
+
+def overrule_reason(decision: BoundaryDecision, probability: float | None, turn: Turn,
+                    ruled: RouteDecision | None = None) -> str | None:
+    """Return why the model's route is not taken (the rules decide then), or None to take it.
+
+    ``ruled``: the rules' deterministic decision for the turn (asked only for a tool or
+    confirm route: whether the question names a profile action).
+    """
     profile, question = turn.profile, turn.question["text"]
     threshold = float(profile.get("thresholds", {}).get(decision.route, 0.5))
-    if decision.route in ("tool", "confirm"):
+    if decision.route in ("tool", "confirm") and not is_action_route(ruled):
         return f"LLM route {decision.route} but the question names no profile action"
     if decision.route == "refuse" and whitelisted(question, decision.domain, profile):
         return "LLM refusal of a whitelisted domain"
@@ -52,13 +66,13 @@ def overrule_reason(decision: BoundaryDecision, probability: float | None, turn:
 
 
 class LLMRouter:
-    """Route open questions with the chat model; raises :class:`StepFailed` when the call fails.
+    """Route a turn with the chat model; raises :class:`StepFailed` when the call fails.
 
     Args:
         llm: The chat model.
         planner: The tool planner (for the rules' action routes).
-        rules: The rules router whose deterministic decisions come first (default: one built
-            on ``planner``).
+        rules: The rules router that tells whether the question names a profile action and
+            plans its call (default: one built on ``planner``).
 
     """
 
@@ -69,10 +83,7 @@ class LLMRouter:
         self.overruled: list[str] = []  # why recent model routes were not taken (bounded)
 
     def route(self, turn: Turn) -> RouteDecision | None:
-        """Return the rules' deterministic decision, the model's route, or None (rules decide)."""
-        ruled = self.rules.decide(turn)
-        if ruled is not None:
-            return ruled
+        """Return the model's route (a tool route with the rules' plan), or None (rules decide)."""
         profile = turn.profile
         system = BOUNDARY_SYSTEM.format(
             whitelist="、".join(d["domain"] for d in profile["whitelist"]) or "知识库覆盖的主题",
@@ -84,11 +95,17 @@ class LLMRouter:
             raise StepFailed(f"boundary: {outcome.error}")
         decision = outcome.value
         probability = value_probability(outcome.raw, "route")
-        reason = overrule_reason(decision, probability, turn)
+        ruled = self.rules.decide(turn) if decision.route in ("tool", "confirm") else None
+        reason = overrule_reason(decision, probability, turn, ruled)
         if reason is not None:
             self.overruled = [*self.overruled[-49:], reason]
             return None
         source = "logprobs" if probability is not None else "none (no logprobs)"
+        if ruled is not None:  # the model asked for tools; the named action's plan serves it
+            confidence = round(probability, 4) if probability is not None else 0.0
+            return {**ruled, "confidence": confidence,
+                    "boundary_reason": f"LLM route {decision.route} [confidence: {source}]; "
+                                       f"{ruled.get('boundary_reason', '')}"}
         out: RouteDecision = {"route": decision.route, "domain": decision.domain,
                               "intent": decision.intent,
                               "confidence": round(probability, 4) if probability is not None else 0.0,

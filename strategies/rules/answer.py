@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from contracts.evidence import Evidence
-from contracts.question import Question
+from contracts.question import Question, QuestionTerms
 from contracts.routing import FailReason
 from knowledge.gazetteer import province_of
 from knowledge.normalize import normalize_text, tokenize
@@ -28,11 +28,10 @@ from strategies.protocols import AnswerRequest, Draft, Profile
 from strategies.rules.answerability import UNCOVERED_PART, answerability
 from strategies.rules.claims import split_units, strip_citations
 from strategies.rules.extract import (
-    asked_types,
     build_candidates,
     choose,
     content_terms,
-    question_bigrams,
+    question_view,
     robust_terms,
     score_candidates,
     slot_terms,
@@ -62,21 +61,23 @@ QUERY_STOPWORDS = frozenset(QUESTION_FILLERS + ("多久", "可以", "能否", "�
                                                "东西", "时候", "这个", "那个", "买"))
 
 
-def query_terms(question: str, queries: list[str]) -> dict[str, float]:
+def _gate_terms(text: str) -> list[str]:
+    found = [t for t in tokenize(text) if len(t) >= 2 and not t.isdigit() and t not in QUERY_STOPWORDS]
+    # jieba's search mode also yields pieces of a city's name (「哈尔」 of 「哈尔滨」): a city is
+    # covered by its province (term_in), its pieces are not content
+    return [t for t in found if not any(t != o and t in o and province_of(o) for o in found)]
+
+
+def query_terms(question: str, queries: list[str], *,
+                own: dict[str, float] | None = None) -> dict[str, float]:
     """Return weighted content terms (jieba): the question's weigh 1.0, expansions' 0.5.
 
     jieba's out-of-dictionary guesses are split or down-weighted (:func:`strategies.rules.extract.robust_terms`).
+    ``own``: the question's own terms already computed (``QuestionTerms["gate_terms"]``).
     """
-    def terms(text: str) -> list[str]:
-        found = [t for t in tokenize(text) if len(t) >= 2 and not t.isdigit() and t not in QUERY_STOPWORDS]
-        # jieba's search mode also yields pieces of a city's name (「哈尔」 of 「哈尔滨」): a city is
-        # covered by its province (term_in), its pieces are not content
-        return [t for t in found
-                if not any(t != o and t in o and province_of(o) for o in found)]
-
-    weights = robust_terms(terms(question), 1.0)
+    weights = dict(own) if own is not None else robust_terms(_gate_terms(question), 1.0)
     for query in queries[1:]:
-        for term, weight in robust_terms(terms(query), 0.5).items():
+        for term, weight in robust_terms(_gate_terms(query), 0.5).items():
             weights.setdefault(term, weight)
     return weights
 
@@ -104,21 +105,36 @@ MIN_DENSE = 0.894
 SEMANTIC_SHARE = 0.5
 
 
-def answer_terms(question: str, queries: list[str]) -> dict[str, float]:
+def answer_terms(question: str, queries: list[str], *,
+                 own: dict[str, float] | None = None) -> dict[str, float]:
     """Return the weighted terms an answer should cover: question 1.0, slots 1.5, expansions 0.5.
 
     Numbers stay ordinary terms (「7天」 in 「连续签到7天」); a slot replaces its own parts.
     (Unlike the gate's :func:`query_terms`, no :func:`strategies.rules.extract.robust_terms` here: on the
     TUNE half it lowered accuracy, since sentence scoring already gives long terms partial credit.)
+    ``own``: the question's own terms already computed (``QuestionTerms["answer_terms"]``).
     """
-    weights = dict.fromkeys(content_terms(tokenize(normalize_for_compare(question))), 1.0)
-    for slot in slot_terms(question):
-        weights = {t: w for t, w in weights.items() if t == slot or t not in slot}
-        weights[slot] = SLOT_WEIGHT  # also when jieba already produced it as a token
+    if own is not None:
+        weights = dict(own)
+    else:
+        weights = dict.fromkeys(content_terms(tokenize(normalize_for_compare(question))), 1.0)
+        for slot in slot_terms(question):
+            weights = {t: w for t, w in weights.items() if t == slot or t not in slot}
+            weights[slot] = SLOT_WEIGHT  # also when jieba already produced it as a token
     for query in queries[1:]:
         for term in content_terms(tokenize(normalize_for_compare(query))):
             weights.setdefault(term, 0.5)
     return weights
+
+
+def question_terms(question: str) -> QuestionTerms:
+    """Return the question's lexical view for the extractive answerer, once per turn.
+
+    ``start_turn`` stores it in the analysis (``Question["terms"]``); the gate, the sentence
+    scorer and the choice of sentences read it instead of tokenising the question again.
+    """
+    return QuestionTerms(**question_view(question), gate_terms=query_terms(question, []),
+                         answer_terms=answer_terms(question, []))
 
 
 def retrieval_vouches(evidence: list[Evidence], min_dense: float = MIN_DENSE) -> bool:
@@ -161,7 +177,8 @@ def select_sentences(question: str, queries: list[str], evidence: list[Evidence]
                      min_coverage: float, dropped: set[str], *,
                      min_bigram: float = MIN_BIGRAM_COVERAGE, min_dense: float | None = MIN_DENSE,
                      semantic_share: float = SEMANTIC_SHARE,
-                     accept: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
+                     accept: Callable[[str], bool] | None = None,
+                     terms: QuestionTerms | None = None) -> list[tuple[str, str]]:
     """Return up to three (sentence, evidence id) pairs that best answer the question.
 
     The gate (:func:`passes_gate`): the best current chunk (title, headings and text) must
@@ -181,13 +198,15 @@ def select_sentences(question: str, queries: list[str], evidence: list[Evidence]
         min_dense: Dense cosine for the semantic gate (None disables it).
         semantic_share: Share of ``min_coverage`` the semantic gate requires.
         accept: The answerability gate: only sentences it accepts are candidates.
+        terms: The question's lexical view from the turn's analysis (computed here when None).
 
     """
-    weights = query_terms(question, queries)
-    own = query_terms(question, [])
+    terms = terms if terms is not None else question_terms(question)
+    own = terms["gate_terms"]
+    weights = query_terms(question, queries, own=own)
     current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
     best_chunk, best_grams = 0.0, 0.0
-    grams = question_bigrams(question)
+    grams = set(terms["bigrams"])
     for item in current:
         whole = normalize_text(f"{item.get('title', '')} {' '.join(item.get('heading_path') or [])} "
                                f"{item.get('text', '')}")
@@ -202,11 +221,10 @@ def select_sentences(question: str, queries: list[str], evidence: list[Evidence]
     if not candidates or not passes_gate(best_chunk, best_grams, min_coverage, min_bigram,
                                          vouched=vouched, semantic_share=semantic_share):
         return []
-    terms = answer_terms(question, queries)
-    score_candidates(question, terms, candidates, " ".join(queries[1:]))
-    own_terms = frozenset(t for t, w in terms.items() if w >= 1.0)
-    chosen = choose(candidates, MAX_SENTENCES, required=own_terms,
-                    asked=frozenset(asked_types(question)))
+    weighted = answer_terms(question, queries, own=terms["answer_terms"])
+    score_candidates(question, weighted, candidates, " ".join(queries[1:]), view=terms)
+    own_terms = frozenset(t for t, w in weighted.items() if w >= 1.0)
+    chosen = choose(candidates, MAX_SENTENCES, required=own_terms, asked=frozenset(terms["asked_types"]))
     order = {id(c): i for i, c in enumerate(candidates)}
     groups = list(dict.fromkeys(c.evidence_id for c in chosen))
     chosen.sort(key=lambda c: (groups.index(c.evidence_id), order[id(c)]))
@@ -274,7 +292,8 @@ def compose_offline(question: str, queries: list[str], evidence: list[Evidence],
         picked = select_sentences(question, queries, evidence, gate.min_coverage, dropped,
                                   min_bigram=gate.min_bigram, min_dense=gate.min_dense,
                                   semantic_share=gate.semantic_share,
-                                  accept=answer_gate.accepts if answer_gate is not None else None)
+                                  accept=answer_gate.accepts if answer_gate is not None else None,
+                                  terms=analysis.get("terms") if analysis is not None else None)
         sentences.extend(f"{plain}【来源:{eid}】。" for plain, eid in picked)
     if not sentences:
         return NO_ANSWER, "no_evidence" if not has_tools else (fail_reason or "no_evidence")

@@ -199,16 +199,23 @@ def number_supported(token: NumberToken, evidence_numbers: list[NumberToken]) ->
     return False
 
 
+# Each condition verb (longest first) with the longer verbs that contain it.
+_VERBS_LONGEST_FIRST: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (verb, tuple(v for v in CONDITION_VERBS if v != verb and verb in v))
+    for verb in sorted(CONDITION_VERBS, key=len, reverse=True))
+
+
 def condition_pairs(text: str) -> list[tuple[bool, str]]:
     """Return (negated, verb) pairs such as (True, "支持") for 「不支持」 in normalised ``text``."""
     norm = normalize_for_compare(strip_citations(text))
     pairs: list[tuple[bool, str]] = []
-    for verb in sorted(CONDITION_VERBS, key=len, reverse=True):
+    for verb, longer in _VERBS_LONGEST_FIRST:
+        if verb not in norm:
+            continue
         for match in re.finditer(re.escape(verb), norm):
             start = match.start()
             # Skip a shorter verb inside a longer one already taken (需 in 需要, 可 in 可以).
-            if any(v != verb and verb in v and norm[start - v.index(verb):].startswith(v)
-                   for v in CONDITION_VERBS):
+            if any(norm[start - v.index(verb):].startswith(v) for v in longer):
                 continue
             before = norm[max(0, start - 3):start]
             negated = any(before.endswith(neg) for neg in NEGATIONS)

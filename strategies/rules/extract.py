@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from contracts.evidence import Evidence
+from contracts.question import QuestionView
 from knowledge.gazetteer import province_of
 from knowledge.normalize import tokenize
 from strategies.rules.claims import extract_facts, table_rows
@@ -198,14 +199,23 @@ def question_bigrams(question: str) -> set[str]:
     return {w[i:i + 2] for w in chars.split() for i in range(len(w) - 1)}
 
 
-def row_key_match(key: str, question: str) -> float:
+def question_view(question: str) -> QuestionView:
+    """Return the question's comparison forms (:class:`contracts.question.QuestionView`)."""
+    return QuestionView(compare=normalize_for_compare(question).lower(),
+                        bigrams=sorted(question_bigrams(question)),
+                        asked_types=sorted(asked_types(question)),
+                        slot_kinds={k: sorted(v) for k, v in slot_kinds(question).items()})
+
+
+def row_key_match(key: str, question: str, *, norm_q: str | None = None) -> float:
     """Return how much of a table row's header the question names (1.0 = a listed part verbatim).
 
     Exact parts (「新疆、西藏、青海」 lists three) count fully; otherwise the share of the
     header's character bigrams found in the question (「专属客服热线」 vs 「客服电话」).
+    ``norm_q``: the question already normalised (``QuestionView["compare"]``).
     """
     norm_key = normalize_for_compare(key).lower()
-    norm_q = normalize_for_compare(question).lower()
+    norm_q = normalize_for_compare(question).lower() if norm_q is None else norm_q
     parts = [p for p in _KEY_SPLIT_RE.split(norm_key) if len(p) >= 2]
     if any(p in norm_q for p in parts):
         return 1.0
@@ -243,7 +253,7 @@ def coverage(weights: dict[str, float], text: str) -> tuple[float, set[str]]:
 
 
 def score_candidates(question: str, weights: dict[str, float], candidates: list[Candidate],
-                     context: str = "") -> None:
+                     context: str = "", *, view: QuestionView | None = None) -> None:
     """Score every candidate in place (see the module docstring for the parts of the score).
 
     Args:
@@ -252,14 +262,18 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
         candidates: The candidates to score.
         context: Carried-forward customer facts (expanded query): their tier/region/payment
             count for a kind the question itself does not name.
+        view: The question's comparison forms from the turn's analysis (computed here when None).
 
     """
-    asked_slots = {**slot_kinds(context), **slot_kinds(question)}
+    view = view if view is not None else question_view(question)
+    own_slots = {k: set(v) for k, v in view["slot_kinds"].items()}
+    asked_slots = {**slot_kinds(context), **own_slots}
     texts = [normalize_for_compare(c.text).lower() for c in candidates]
     idf = idf_weights(weights, texts)
-    grams = question_bigrams(question)
-    asked = asked_types(question)
-    row_match = {id(c): row_key_match(c.row_key, question) for c in candidates if c.row_key is not None}
+    grams = set(view["bigrams"])
+    asked = set(view["asked_types"])
+    row_match = {id(c): row_key_match(c.row_key, question, norm_q=view["compare"])
+                 for c in candidates if c.row_key is not None}
     best_row: dict[str, float] = {}
     for cand in candidates:
         if id(cand) in row_match:

@@ -8,6 +8,7 @@ anywhere, including ``csagent verify`` without an index.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from strategies.rules.lexicon import REGION_ALIASES
 
@@ -79,8 +80,9 @@ def normalize_dates(text: str) -> str:
     return _MD_RE.sub(lambda m: f"{int(m.group(1)):02d}-{int(m.group(2)):02d}", text)
 
 
+@lru_cache(maxsize=16384)
 def normalize_for_compare(text: str) -> str:
-    """Return ``text`` normalised for fact comparison (idempotent).
+    """Return ``text`` normalised for fact comparison (idempotent; pure, so results are cached).
 
     Args:
         text: Any answer or evidence text.

@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from contracts.facts import Fact
-from contracts.question import Question, Slot
+from contracts.question import Bound, Question, Slot
 from knowledge.gazetteer import province_of
 from knowledge.normalize import normalize_text
 
@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------- question forms
 # Each slot: interrogative patterns over the normalised question (numerals already digits).
-_CLASSIFIERS = "个|次|张|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|折"
+_CLASSIFIERS = "个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|折"
 _TIME_UNITS = "天|日|工作日|个工作日|小时|个小时|分钟|周|星期|个月|月|年"
 _MONEY = "钱|元|块|费|价|金额|运费|邮费|手续费|利息|年费|押金|定金|尾款|补贴|赔偿|退款金额"
 _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
@@ -50,7 +50,7 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
         r"什么时候|啥时候|何时|哪天|哪一天|几号|几月|哪年|哪一年|几点|什么时间|哪个月|截止到?哪"
         r"|\bwhen\b|\bwhat (?:date|time|day)\b")),
     ("count", re.compile(
-        rf"几(?:{_CLASSIFIERS})|多少(?:{_CLASSIFIERS})|(?:最多|最少|最高|最低|上限|下限|一共|总共)是?(?:能|可以)?[^，。？?]{{0,6}}(?:几|多少)"
+        rf"几(?:{_CLASSIFIERS}|岁)|多少(?:{_CLASSIFIERS}|岁)|(?:最多|最少|最高|最低|最大|最小|上限|下限|一共|总共)是?(?:能|可以)?[^，。？?]{{0,6}}(?:几|多少)"
         r"|多少\s*[?？]?\s*$|\bhow many\b")),
     ("person_org", re.compile(
         r"谁|哪家|哪个公司|哪位|什么人|什么公司|哪个(?:快递|部门|银行|机构|平台|商家)|由哪"
@@ -419,6 +419,88 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
     return tokens, list(dict.fromkeys(subject))
 
 
+# --------------------------------------------------------------------------- what the slot binds to
+
+_MAX_RE = re.compile(r"最多|最高|最大|最长|最晚|最迟|上限|封顶|至多|不超过|\bmax(?:imum)?\b|\bat most\b")
+_MIN_RE = re.compile(r"最少|最低|最小|最短|最早|至少|下限|起步|\bmin(?:imum)?\b|\bat least\b")
+# Bound words and measure words are part of the form, never an anchor.
+_BOUND_WORDS = frozenset("最多 最高 最大 最长 最晚 最迟 上限 封顶 至多 不超过 最少 最低 最小 最短 最早 至少 下限 起步".split())
+_MEASURE_RE = re.compile(rf"(?:几|多少)\s*个?\s*({_CLASSIFIERS}|岁|周岁|公斤|斤|克|米|公里|里程|页|元|块|美元)")
+_GENERIC_MEASURES = frozenset({"个", "元", "块", "美元"})  # money and 「个」 are checked by the slot itself
+_ANCHOR_STOP_RE = re.compile(r"[，,。；;！!？?、\s]")
+MAX_ANCHOR_GAP = 6  # characters between the interrogative and its anchor (same clause)
+MIN_ANCHOR_IDF = 7.0  # jieba's IDF below which a word is everyday language (「东西」「具体」), never an anchor
+
+
+def question_bound(norm: str) -> Bound:
+    """Return ``max``/``min`` when the question asks for an upper/lower bound, else ``""``."""
+    has_max, has_min = bool(_MAX_RE.search(norm)), bool(_MIN_RE.search(norm))
+    return "max" if has_max and not has_min else "min" if has_min and not has_max else ""
+
+
+def question_measure(norm: str) -> str:
+    """Return the classifier a count question counts in (「张」 of 「几张」), ``""`` when none or generic."""
+    match = _MEASURE_RE.search(norm)
+    unit = match.group(1) if match else ""
+    return "" if unit in _GENERIC_MEASURES else unit
+
+
+def _ask_span(norm: str, slot: Slot) -> tuple[int, int] | None:
+    pattern = dict(_FORMS).get(slot) if slot != "none" else _OPEN_FORMS
+    match = pattern.search(norm) if pattern is not None else None
+    return (match.start(), match.end()) if match else None
+
+
+def _is_anchor(word: str, flag: str, taken: set[str]) -> bool:
+    return (len(word) >= 2 and bool(_HAN_RE.search(word)) and word not in _FORM_WORDS
+            and word not in _BOUND_WORDS and not _COUNT_WORD_RE.match(word) and word not in taken
+            and (flag[:1] not in _FUNCTION_TAGS or flag in ("vn", "nz"))
+            and not re.fullmatch(rf"\d*(?:{_TIME_UNITS}|{_CLASSIFIERS})|块钱|块|元", word)
+            and _general_idf(word) >= MIN_ANCHOR_IDF)
+
+
+@lru_cache(maxsize=8192)
+def _general_idf(word: str) -> float:
+    """Return jieba's IDF of ``word`` in general Chinese (infinite for a word it does not list)."""
+    from jieba import analyse
+
+    idf = analyse.default_tfidf.idf_freq.get(word)
+    return float("inf") if idf is None else float(idf)
+
+
+def question_anchors(norm: str, slot: Slot, quals: Mapping[str, Sequence[str]]) -> list[str]:
+    """Return the words the asked slot attaches to: content words next to the interrogative.
+
+    A content word inside the interrogative phrase (「运费」 of 「多少运费」) is the anchor; else
+    the nearest content word after it and the nearest before it, within the same clause and
+    ``MAX_ANCHOR_GAP`` characters. Qualifier values, bound words and measure words never are.
+    """
+    span = _ask_span(norm, slot)
+    if span is None:
+        return []
+    taken = {v for vals in quals.values() for v in vals}
+    pairs, pos = [], 0
+    for word, flag in _words(norm):
+        start = norm.find(word, pos)
+        if start < 0:
+            continue
+        pos = start + len(word)
+        pairs.append((word, flag, start, pos))
+    inner = [w for w, f, a, b in pairs if a >= span[0] and b <= span[1] and _is_anchor(w, f, taken)]
+    if inner:
+        return inner[:1]
+    after = next(((w, a) for w, f, a, b in pairs if a >= span[1] and _is_anchor(w, f, taken)), None)
+    before = next(((w, b) for w, f, a, b in reversed(pairs) if b <= span[0] and _is_anchor(w, f, taken)), None)
+    out = []
+    if slot == "none":  # 「什么/哪些 + N」: N, right after the interrogative
+        return [after[0]] if after and after[1] - span[1] <= MAX_ANCHOR_GAP // 2 else []
+    if after and after[1] - span[1] <= MAX_ANCHOR_GAP and not _ANCHOR_STOP_RE.search(norm[span[1]:after[1]]):
+        out.append(after[0])
+    if before and span[0] - before[1] <= MAX_ANCHOR_GAP and not _ANCHOR_STOP_RE.search(norm[before[1]:span[0]]):
+        out.append(before[0])
+    return out
+
+
 def split_parts(text: str) -> list[str]:
     """Return the sub-questions of a multi-part question (``[]`` for a single question)."""
     pieces = [p.strip(" ，,。") for p in _PART_SPLIT_RE.split(text)]
@@ -449,9 +531,15 @@ def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,
     bare = _ORDER_ID_RE.sub(" ", norm)
     parts = split_parts(raw)
     slot = asked_slot(normalize_question(parts[0]) if parts else bare)
+    first = normalize_question(parts[0]) if parts else bare
+    measure = question_measure(first)
+    if measure and slot == "amount":  # 「要多少分」: counted in a classifier, not money
+        slot = "count"
     quals = _qualifiers(bare, vocab)
     for kind, values in _fact_qualifiers(facts).items():
         quals.setdefault(kind, values)
     tokens, subject = _subject_terms(bare, quals)
     return Question(text=raw, norm=norm, tokens=tokens, slot=slot, subject_terms=subject,
-                    qualifiers=quals, order_ids=list(dict.fromkeys(order_ids)), parts=parts)
+                    qualifiers=quals, order_ids=list(dict.fromkeys(order_ids)), parts=parts,
+                    anchors=question_anchors(first, slot, quals), bound=question_bound(first),
+                    measure=measure)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from contracts.profile import Profile, ProfileAction
 from strategies.rules.normalize import full_to_half
 from tools.refs import clean_text
 
@@ -44,6 +45,25 @@ def generic_change_request(question: str) -> dict[str, Any] | None:
     return {"intent": "change_other", "label": f"修改{what}", "tool": None}
 
 
+# 「给我发张X券」「帮我账户里加500积分」: a request to grant a quantity of something (form, not topic).
+_GRANT_REQUEST_RE = re.compile(
+    r"(?:帮我|给我|替我|麻烦你?|请你?)(?:在|往)?[^，。？！,.?!]{0,6}?(?P<verb>发|加|送|补|返|充|赠)"
+    r"\s*(?P<what>(?:\d+(?:\.\d+)?|[一两几])?\s*(?:张|个|份|笔|点|些)[^，。？！,.?!]{0,12}|\d+(?:\.\d+)?[^，。？！,.?!]{0,12})")
+
+
+def grant_request(question: str, asks: bool) -> dict[str, Any] | None:
+    """Return a tool-less action for an imperative request to grant a quantity (「给我加500积分」).
+
+    Only a statement counts (``asks`` False): 「能给我补多少钱」 asks a policy question. No
+    registered tool grants anything the profile does not name, so the router refuses it as
+    ``no_capability`` (with a human offered) instead of answering from policy text.
+    """
+    match = None if asks else _GRANT_REQUEST_RE.search(question)
+    if not match:
+        return None
+    return {"intent": "grant_other", "label": f"{match.group('verb')}{match.group('what').strip()}", "tool": None}
+
+
 _OWN_ORDERS_RE = re.compile(r"我(?!们)[^，,。？?！!]{0,12}订单(?!.*(?:规则|政策|怎么|如何|能不能|可以吗|能吗))")
 _WHICH_RE = re.compile(r"哪些|哪个|哪笔|哪几|有没有|是哪|多少|几个|还没|在路上")
 
@@ -64,13 +84,13 @@ def is_how_to(question: str, markers: list[str]) -> bool:
     return any(m in question for m in markers)
 
 
-def detect_action(question: str, profile: dict[str, Any]) -> dict[str, Any] | None:
+def detect_action(question: str, profile: Profile) -> ProfileAction | None:
     """Return the profile action the customer asks for, or None.
 
     The highest ``priority`` wins (writes and missing capabilities over lookups), then the
     longest matching keyword.
     """
-    best: tuple[tuple[int, int], dict[str, Any]] | None = None
+    best: tuple[tuple[int, int], ProfileAction] | None = None
     for action in profile.get("actions", []):
         for kw in action.get("keywords", []):
             rank = (int(action.get("priority", 0)), len(kw))

@@ -19,22 +19,25 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from contracts.profile import ProfileAction, ProfileDomain
 from contracts.routing import RouteDecision
 from contracts.tools import PendingAction
 from strategies.protocols import Embedder, Profile, ToolPlanner, ToolRequest, Turn
 from strategies.rules.confirm import is_bare_reply
 from strategies.rules.facts import fact_value
+from strategies.rules.question import is_question
 from strategies.rules.risk import (
     asks_own_orders,
     describe_action,
     detect_action,
     find_order_id,
     generic_change_request,
+    grant_request,
     is_how_to,
 )
 from strategies.rules.tools import (
@@ -55,7 +58,7 @@ NOTHING_PENDING_REPLY = "当前没有需要您确认的操作。请问有什么�
 _POLICY_HINTS = ("政策", "规则", "多久", "运费", "怎么", "能不能", "可以吗", "规定", "几天", "时效")
 
 
-def keyword_domain(question: str, domains: list[dict[str, Any]]) -> dict[str, Any] | None:
+def keyword_domain(question: str, domains: Sequence[ProfileDomain]) -> ProfileDomain | None:
     """Return the domain with the most keyword hits in ``question`` (ties: first), or None."""
     best, hits = None, 0
     for domain in domains:
@@ -138,11 +141,11 @@ def guard_decision(turn: Turn) -> RouteDecision | None:
     return None
 
 
-def _default_action(profile: Profile) -> dict[str, Any]:
+def _default_action(profile: Profile) -> ProfileAction:
     return next(a for a in profile["actions"] if a["intent"] == profile["order_id_default_intent"])
 
 
-def _order_question_action(turn: Turn, action: dict[str, Any] | None) -> dict[str, Any] | None:
+def _order_question_action(turn: Turn, action: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """Return the action for a question about order data (earlier order, pronoun, or an id)."""
     question, profile = turn.question["text"], turn.profile
     if not profile.get("order_id_default_intent"):
@@ -175,11 +178,11 @@ class RulesRouter:
             return guarded
         question, profile = turn.question["text"], turn.profile
         previous = fact_value(turn.facts, "previous_question")
-        action = detect_action(question, profile)
+        action: Mapping[str, Any] | None = detect_action(question, profile)
         if action is None and previous and question_refs(question, turn.tools):  # 「那SO…呢？」 repeats the last ask
             action = detect_action(previous, profile)
         if action is None and profile.get("actions"):
-            action = generic_change_request(question)
+            action = generic_change_request(question) or grant_request(question, is_question(turn.question["norm"]))
         default = profile.get("order_id_default_intent")
         own_lookup = bool(default) and asks_own_orders(question) and \
             (action is None or action.get("intent") == default)

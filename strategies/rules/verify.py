@@ -20,11 +20,12 @@ from contracts.evidence import Evidence
 from contracts.question import Question
 from contracts.verification import Check, ClaimResult, Verification, overall_of
 from strategies.protocols import CheckRequest
-from strategies.rules.answerability import (
-    attribution,
+from strategies.rules.answerability import evidence_units
+from strategies.rules.binding import (
+    attribution_problems,
     claim_binding,
-    evidence_units,
     supporting_units,
+    value_units,
 )
 from strategies.rules.claims import (
     TableRow,
@@ -230,6 +231,24 @@ def _effective_citations(sentences: list[str]) -> list[list[str]]:
     return out[::-1]
 
 
+def _binding(sentence: str, evidence: list[Evidence], analysis: Question | None,
+             vocab: Vocabulary | None) -> tuple[list[str], list[str]]:
+    """Return a claim's binding and attribution problems and the ids of the units it rests on.
+
+    Values must play the claim's role in the cited units, tool results included
+    (:func:`claim_binding`); every unit it rests on (:func:`supporting_units`, and the unit
+    stating each of its values, :func:`value_units`) must be of the question's regime, except
+    tool results, which are the customer's own data (:func:`attribution_problems`).
+    """
+    units = evidence_units(evidence, include_tools=True)  # [answer] binding and attribution
+    support = list(dict.fromkeys(supporting_units(sentence, units) + value_units(sentence, units)))
+    problems = claim_binding(sentence, units, vocab)
+    if analysis is not None:
+        tools = {str(e.get("id")) for e in evidence if e.get("kind") == "tool"}
+        problems += attribution_problems(analysis, [u for u in support if u.evidence_id not in tools], vocab)
+    return problems, [u.id for u in support]
+
+
 def code_claims(question: str, answer: str, ev_by_id: dict[str, Evidence],
                 write_succeeded: bool, require_citations: bool = False, *,
                 analysis: Question | None = None, vocab: Vocabulary | None = None,
@@ -237,7 +256,7 @@ def code_claims(question: str, answer: str, ev_by_id: dict[str, Evidence],
     """Return the code checks' claim results (one per non-boilerplate sentence) and named checks.
 
     Besides the presence checks, every claim's values must be bound to what the claim says
-    they belong to (:func:`strategies.rules.answerability.claim_binding`) and the units it rests
+    they belong to (:func:`strategies.rules.binding.claim_binding`) and the units it rests
     on must not belong to another regime than the question's (:func:`attribution`); each claim
     names the units that support it (``unit_ids``).
     """
@@ -256,19 +275,15 @@ def code_claims(question: str, answer: str, ev_by_id: dict[str, Evidence],
         ids = [c for c in cited if c in ev_by_id] or ([] if cited else all_ids)
         problems += [f"引用了已失效的旧版本 {c}" for c in ids if ev_by_id[c].get("superseded")]
         problems += check_sentence(sentence, [str(ev_by_id[i].get("text", "")) for i in ids], question)
-        units = evidence_units([ev_by_id[i] for i in ids])  # [answer] binding and attribution
-        support = supporting_units(sentence, units)
-        problems += claim_binding(sentence, units, vocab)
-        if analysis is not None and cited:
-            dims = vocab.dimensions if vocab is not None else {}
-            problems += [r for r in dict.fromkeys(attribution(analysis, u, dims) for u in support) if r]
+        bound, unit_ids = _binding(sentence, [ev_by_id[i] for i in ids], analysis, vocab)
+        problems += bound
         actions = claimed_actions(sentence)
         if actions and not write_succeeded:
             problems.append(f"声称已办理（{'、'.join(actions)}），但本轮没有成功的写操作")
         problems += [f"含不得转述的内容（{k}）" for k in kinds_of(scan(strip_citations(sentence)))]  # [rel] 9.5
         claims.append({"claim": strip_citations(sentence), "status": "unsupported" if problems else "supported",
                        "evidence_ids": ids, "reason": "；".join(problems),
-                       "unit_ids": [u.id for u in support]})
+                       "unit_ids": unit_ids})
     checks.append({"name": "citations_exist", "ok": all(
         c in ev_by_id for s in split_sentences(answer) for c in parse_citations(s))})
     checks.append({"name": "facts_in_evidence", "ok": all(c["status"] == "supported" for c in claims)})

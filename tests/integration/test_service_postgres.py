@@ -143,3 +143,28 @@ def test_a_worker_killed_mid_turn_loses_and_duplicates_nothing(workers, tmp_path
     assert humans == messages
     a.start()  # the worker comes back on its port and sees the same thread
     assert len(_history(a, thread)) == len(events)
+
+
+
+def test_processes_opening_a_fresh_database_together_do_not_deadlock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The checkpointer's migration (CREATE INDEX CONCURRENTLY) waits for older snapshots: whoever
+    waits for the migration lock must not hold one (a blocking pg_advisory_lock does)."""
+    from csagent.config import Settings
+    from csagent.runtime import open_backend
+
+    with temporary_database() as url:
+        monkeypatch.setenv("CSAGENT_DATABASE_URL", url)
+        settings = Settings(data_dir=tmp_path)
+
+        def open_close() -> str:
+            backend = open_backend(settings, connections=2)
+            backend.close()
+            return backend.kind
+
+        pool = concurrent.futures.ThreadPoolExecutor(4)
+        futures = [pool.submit(open_close) for _ in range(4)]
+        done, _ = concurrent.futures.wait(futures, timeout=90)
+        pool.shutdown(wait=False)  # (a deadlock ends when the database is dropped with FORCE)
+        assert len(done) == 4, "opening the backend deadlocked"
+        assert [f.result() for f in futures] == ["postgres"] * 4

@@ -7,14 +7,10 @@ from typing import Any
 from strategies.rules.answerability import (
     Unit,
     answerability,
-    attribution,
-    binding,
-    claim_binding,
     evidence_units,
     slot_fillers,
-    supporting_units,
-    tool_field_supports,
 )
+from strategies.rules.binding import attribution, supporting_units
 from strategies.rules.question import analyze_question, build_vocabulary
 
 KB: list[dict[str, Any]] = [
@@ -93,45 +89,8 @@ def test_multi_part_partly_covered() -> None:
     assert result.answerable and result.parts_covered == (True, False) and result.partly_covered
 
 
-def test_binding_needs_value_and_subject_in_one_unit() -> None:
-    units = evidence_units(KB)
-    assert binding(["支付宝"], "1-3个工作日", units) is not None
-    assert binding(["支付宝"], "3-15个工作日", units) is None
-    assert binding([], "7天", units) is not None
-
-
-def test_claim_binding_flags_a_swapped_value() -> None:
-    evidence = [{"id": "s#1", "text": "普通会员实付满99元包邮，新疆、西藏满199元。", "title": "运费"}]
-    units = evidence_units(evidence)
-    assert claim_binding("新疆满199元包邮【来源:s#1】", units) == []
-    assert claim_binding("新疆满99元包邮【来源:s#1】", units)
-    assert claim_binding("满99元包邮", units) == []
-
-
-def test_supporting_units_prefer_the_exact_row() -> None:
-    units = evidence_units(KB[:1])
-    support = supporting_units("支付方式：支付宝，到账时间：1-3个工作日【来源:refund#1】。", units)
-    assert [u.id for u in support] == ["refund#1@0"]
-
-
-def test_tool_value_must_come_from_the_named_field() -> None:
-    record = {"signed_at": "2026-11-20 10:00", "created_at": "2026-11-22 09:00"}
-    labels = {"signed_at": "签收时间", "created_at": "申请时间"}
-    assert tool_field_supports("签收时间", "2026-11-20", record, labels)
-    assert not tool_field_supports("签收时间", "2026-11-22", record, labels)
-
-
 def test_empty_and_odd_inputs() -> None:
     assert not answerability(analyze_question(""), [], vocab=None).answerable
     assert evidence_units([{"id": "t", "kind": "tool", "text": "x"}]) == []
     unit = Unit(id="u", evidence_id="e", doc_id="d", text="")
     assert supporting_units("", [unit]) == []
-
-
-def test_claim_binding_flags_a_value_of_another_predicate() -> None:
-    evidence = [{"id": "m#1", "text": "普通会员实付满99元包邮，不满收取8元运费。", "title": "包邮"}]
-    units = evidence_units(evidence)
-    assert claim_binding("不满99元收取8元运费【来源:m#1】", units) == []
-    assert claim_binding("实付满8元包邮【来源:m#1】", units)
-    row = evidence_units([{"id": "t#1", "text": "| 地区 | 时效 |\n|---|---|\n| 华东 | 1-2天 |"}])
-    assert claim_binding("华东标准配送时效1-2天", row) == []  # a row's header is a column away

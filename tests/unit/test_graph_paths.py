@@ -274,7 +274,9 @@ def test_llm_failed_rounds_end_in_the_verified_extractive_answer(index, shop):
     llm = ScriptedChatModel([boundary(), rewrite("七天无理由退货"), bad, bad])
     chat = make_chat(index, shop, llm, llm_verify=False)
     chat >> "签收后几天内可以无理由退货？"
-    assert chat.nodes.count("reflect") == 2
+    # the model repeats the rejected claim in its reflection draft: it cannot fix it, so the
+    # extractive answer comes in that round (no second verification of a known verdict)
+    assert chat.nodes.count("reflect") == 1
     assert chat.nodes[-1] == "finalize_answer"
     assert chat.status == "answered" and "15天" not in chat.answer and "7天" in chat.answer
     assert "签收后15天内可以申请七天无理由退货" in llm.prompts[-1][-1].content  # feedback went back

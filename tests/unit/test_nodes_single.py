@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.deps import Deps
-from graph.state import EVIDENCE_RESET
+from graph.state import EVIDENCE_RESET, reduce_evidence
 from nodes.boundary import route_boundary
 from nodes.confirm import confirmation_payload
 from nodes.generate import generate_answer
@@ -54,7 +54,8 @@ def test_start_turn_resets_and_carries_only_customer_facts():
              "known_facts": [], "evidence": [{"id": "old"}], "reflections": 2, "feedback": ["x"]}
     update = start_turn(state)
     assert update["question"] == "几天能到？"
-    assert update["evidence"] == EVIDENCE_RESET and update["reflections"] == 0 and update["feedback"] == []
+    assert reduce_evidence(state["evidence"], update["evidence"]) == []  # last turn's evidence cleared
+    assert update["reflections"] == 0 and update["feedback"] == []
     assert update["facts"] == [{"kind": "region", "value": "新疆", "source": "user"}]
     assert not any("上海" in f["value"] for f in update["facts"])
     assert update["analysis"]["text"] == "几天能到？"

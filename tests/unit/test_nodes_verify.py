@@ -83,22 +83,27 @@ def test_claims_carry_evidence_ids_and_shape():
     assert result["claims"][0]["evidence_ids"] == ["r#1"]
 
 
+# The model's own wording (code-verified, not evidence text) beside a verbatim sentence: the LLM
+# verdict counts on the first, is advisory on the second (tests/unit/test_llm_verifier_veto.py).
+MIXED = "七天内可以无理由退货【来源:r#1】。退货运费由买家承担【来源:r#1】。"
+
+
 def test_llm_verdicts_merge_and_unknown_means_recheck():
     verdict = {"overall": "need_recheck", "claims": [
-        {"claim": "退货运费由买家承担", "status": "unknown", "evidence_ids": ["r#1", "ghost"], "reason": "?"}]}
+        {"claim": "七天内可以无理由退货", "status": "unknown", "evidence_ids": ["r#1", "ghost"], "reason": "?"}]}
     llm = ScriptedChatModel([json.dumps(verdict, ensure_ascii=False)])
-    result = check_answer("q", CORRECT[0], EVIDENCE, llm=llm)
+    result = check_answer("q", MIXED, EVIDENCE, llm=llm)
     assert result["overall"] == "need_recheck"
     llm_claims = [c for c in result["claims"] if c.get("source") == "llm"]
     assert llm_claims[0]["evidence_ids"] == ["r#1"]  # ids not in the evidence are dropped
-    assert "退货运费由买家承担" in llm.prompts[0][-1].content
+    assert "七天内可以无理由退货" in llm.prompts[0][-1].content
 
 
 def test_llm_unsupported_fails_and_llm_errors_are_recorded():
     verdict = {"overall": "fail", "claims": [{"claim": "x", "status": "unsupported", "evidence_ids": []}]}
-    assert check_answer("q", CORRECT[0], EVIDENCE,
+    assert check_answer("q", MIXED, EVIDENCE,
                         llm=ScriptedChatModel([json.dumps(verdict)]))["overall"] == "fail"
-    broken = check_answer("q", CORRECT[0], EVIDENCE, llm=ScriptedChatModel(["oops", "oops"]))
+    broken = check_answer("q", MIXED, EVIDENCE, llm=ScriptedChatModel(["oops", "oops"]))
     assert broken["overall"] == "pass"  # the code checks stand; the LLM failure is recorded
     assert any(c["name"] == "llm_claims" and c["error"] for c in broken["checks"])
 

@@ -61,8 +61,9 @@ def unused_number(request: dict[str, Any]) -> int:
 class ShopLLM:
     """Answers the graph's structured LLM calls by schema; ``fabricate`` = first answers invented."""
 
-    def __init__(self, *, fabricate: int = 0):
+    def __init__(self, *, fabricate: int = 0, own_words: bool = False):
         self.fabricate = fabricate
+        self.own_words = own_words  # a true sentence in the model's wording (not evidence text)
         self.answers: list[str] = []
 
     def __call__(self, request: dict[str, Any]) -> Item:
@@ -78,6 +79,8 @@ class ShopLLM:
             if self.fabricate > 0:
                 self.fabricate -= 1
                 sentence = FAKE_CLAIM.format(n=unused_number(request))
+            elif self.own_words:
+                sentence = f"温馨提示，请您留意：{sentence}"
             answer = f"{sentence}【来源:{eid}】。"
             self.answers.append(answer)
             return structured(request, {"answer": answer, "cannot_answer": False})
@@ -109,7 +112,7 @@ def requests_for(server: FakeOpenAIServer, name: str) -> list[dict[str, Any]]:
 
 
 def test_cited_answer_through_the_llm_path(settings: Settings, tmp_path: Path):
-    llm = ShopLLM()
+    llm = ShopLLM(own_words=True)
     with FakeOpenAIServer(llm) as server, agent_for(settings, server.url, tmp_path) as agent:
         result = agent.ask(POLICY_Q, user_id="u1001", thread_id="llm-ok")
         assert server.errors == []
@@ -122,7 +125,18 @@ def test_cited_answer_through_the_llm_path(settings: Settings, tmp_path: Path):
     assert len(generate) == 1 and generate[0]["temperature"] == 0.0
     assert generate[0]["logprobs"] is True
     assert generate[0]["response_format"]["type"] == "json_schema"
-    assert requests_for(server, "VerificationResult"), "high-risk policy answers are LLM-verified"
+    assert requests_for(server, "VerificationResult"), "the model's own wording is LLM-verified"
+
+
+def test_an_answer_that_is_evidence_text_is_not_sent_to_the_llm_verifier(settings: Settings,
+                                                                          tmp_path: Path):
+    llm = ShopLLM()  # the model copies an evidence sentence: the code verified it as evidence text
+    with FakeOpenAIServer(llm) as server, agent_for(settings, server.url, tmp_path) as agent:
+        result = agent.ask(POLICY_Q, user_id="u1001", thread_id="llm-verbatim")
+    assert result.status == "answered" and result.answer == llm.answers[-1], result
+    assert requests_for(server, "VerificationResult") == []
+    verification = state_of(agent, result)["verification"]
+    assert {"name": "llm_claims_not_needed", "ok": True} in verification["checks"]
 
 
 def test_fabricated_answer_is_caught_and_the_extractive_answer_given(settings: Settings,
@@ -234,7 +248,7 @@ def test_a_failed_llm_verifier_call_lands_in_llm_error_and_the_turn_figures(sett
     def verifier_fails(request: dict[str, Any]) -> Item:
         if schema_name(request) == "VerificationResult":
             return Fail(400, "context length exceeded")
-        return ShopLLM()(request)
+        return ShopLLM(own_words=True)(request)
 
     with FakeOpenAIServer(verifier_fails) as server, \
             agent_for(settings, server.url, tmp_path) as agent:

@@ -106,11 +106,14 @@ def test_unsure_route_goes_to_the_rules() -> None:
     assert r.route(turn("这个东西一般能用多长时间呢")) is None
 
 
-def test_what_the_rules_decide_costs_no_llm_call() -> None:
-    r, llm = router()  # an empty script: any call would raise ScriptExhausted
-    decision = r.route(turn("订单 SO2026112000102 的耳机我不想要了，帮我申请退货退款"))
+def test_the_model_decides_first_and_a_named_action_keeps_the_rules_plan() -> None:
+    question = "订单 SO2026112000102 的耳机我不想要了，帮我申请退货退款"
+    r, llm = router(route_message("confirm", domain="orders", route_logprob=math.log(0.9)))
+    decision = r.route(turn(question))
+    assert len(llm.prompts) == 1  # asked although the rules alone could decide
     assert decision is not None and decision["route"] in ("confirm", "clarify")
-    assert llm.prompts == []
+    assert decision["confidence"] == pytest.approx(0.9, abs=1e-3)
+    assert decision["boundary_reason"].startswith("LLM route confirm")
 
 
 # --- answerer ---------------------------------------------------------------------------------
@@ -147,6 +150,21 @@ def test_llm_draft_gets_its_missing_tags_by_code() -> None:
     llm = ScriptedChatModel([answer_json("退货运费由买家承担。")])
     draft = LLMAnswerer(llm, Extractive(), samples=0).answer(request())
     assert draft.text == "退货运费由买家承担【来源:returns#1】。"
+
+
+@pytest.mark.parametrize("empty", ["无【来源:returns#1】", "无。", "有【来源:returns#1】。"])
+def test_a_draft_that_states_nothing_gives_the_extractive_answer(empty: str) -> None:
+    extractive = Extractive()
+    draft = LLMAnswerer(ScriptedChatModel([answer_json(empty)]), extractive, samples=0).answer(request())
+    assert draft.text.startswith("extractive") and extractive.calls == 1
+
+
+def test_a_reflection_draft_that_repeats_a_rejected_claim_gives_the_extractive_answer() -> None:
+    extractive = Extractive()
+    llm = ScriptedChatModel([answer_json("满99元包邮【来源:ship#2】。")])  # no samples asked after it
+    draft = LLMAnswerer(llm, extractive, samples=2).answer(
+        request("买多少包邮", slot="amount", feedback=["满99元包邮【来源:ship#2】"]))
+    assert draft.text.startswith("extractive") and extractive.calls == 1 and len(llm.prompts) == 1
 
 
 def test_the_final_reflection_round_uses_the_extractive_answer_not_the_model() -> None:
@@ -214,3 +232,17 @@ def test_the_llm_verifier_sees_only_the_evidence_the_answer_cites() -> None:
     prompt = "\n".join(str(m.content) for m in llm.prompts[0])
     assert "满99元包邮，偏远地区除外" in prompt and "退货运费由买家承担" not in prompt
     assert result["overall"] == "pass"
+
+
+def test_an_overruled_model_route_is_named_in_the_rules_decision() -> None:
+    """The trace shows what the model proposed, at what probability, and why it was not taken."""
+    from strategies.combined import GuardedRouter
+    from strategies.rules.router import RulesRouter
+
+    r, _ = router(route_message("refuse", domain="medical", route_logprob=math.log(0.97)))
+    decision = GuardedRouter(r, RulesRouter(RulesToolPlanner())).route(turn("七天无理由退货的运费谁承担？"))
+    assert decision["route"] != "refuse"
+    assert "LLM refusal of a whitelisted domain" in str(decision.get("boundary_reason"))
+    r, _ = router(route_message("answer", route_logprob=math.log(0.2)))
+    decision = GuardedRouter(r, RulesRouter(RulesToolPlanner())).route(turn("七天无理由退货的运费谁承担？"))
+    assert "p=0.20" in str(decision.get("boundary_reason"))

@@ -129,8 +129,11 @@ def test_through_the_graph_the_model_plans_and_the_node_runs_the_checked_call(tm
 
     reply = json.dumps({"answer": "您的订单由中通快递承运【来源:tool:logistics_tracking#1】。", "cannot_answer": False},
                        ensure_ascii=False)
-    # The rules route the action (an order question); the LLM planner plans its calls.
-    llm = ScriptedChatModel([calls(("logistics_tracking", {"order_id": "SO2026112300203"})),  # not the customer's words
+    # The LLM router decides first (tool); the named action's calls are planned by the LLM planner.
+    route = json.dumps({"route": "tool", "domain": "orders", "intent": "logistics", "confidence": 0.95,
+                        "reason": "order data"})
+    llm = ScriptedChatModel([route,
+                             calls(("logistics_tracking", {"order_id": "SO2026112300203"})),  # not the customer's words
                              calls(("logistics_tracking", {"orderNo": "so2026112500103"})),
                              reply])
     shop = ShopToolbox(tmp_path / "shop.sqlite")
