@@ -80,6 +80,9 @@ class Profile(TypedDict):
         min_bigram_coverage: The relaxed gate's bigram share.
         min_dense_similarity: The semantic gate's cosine (``null`` disables it).
         semantic_coverage_share: The share of ``min_coverage`` the semantic gate requires.
+        min_subject_share: The answerability gate's binding share: the (rarity-weighted) share of
+            the question's subject terms a unit and its headings must carry (higher declines more
+            related-but-unanswering evidence and also more paraphrased answerable questions).
         clarify_reply: The reply asking for a missing order id.
         no_capability_reply: The refusal when no tool serves an action (``{label}`` placeholder).
         out_of_scope_reply: The refusal of a subject outside the boundary.
@@ -101,6 +104,7 @@ class Profile(TypedDict):
     min_bigram_coverage: NotRequired[float]
     min_dense_similarity: NotRequired[float | None]
     semantic_coverage_share: NotRequired[float]
+    min_subject_share: NotRequired[float]
     clarify_reply: str
     no_capability_reply: str
     out_of_scope_reply: str

@@ -25,7 +25,7 @@ from contracts.routing import FailReason
 from knowledge.gazetteer import province_of
 from knowledge.normalize import normalize_text, tokenize
 from strategies.protocols import AnswerRequest, Draft, Profile
-from strategies.rules.answerability import UNCOVERED_PART, answerability
+from strategies.rules.answerability import MIN_SUBJECT_SHARE, UNCOVERED_PART, answerability
 from strategies.rules.claims import split_units, strip_citations
 from strategies.rules.extract import (
     build_candidates,
@@ -239,6 +239,7 @@ class Gate:
     min_bigram: float = MIN_BIGRAM_COVERAGE
     min_dense: float | None = MIN_DENSE  # None disables the semantic gate
     semantic_share: float = SEMANTIC_SHARE
+    min_subject_share: float = MIN_SUBJECT_SHARE
 
     @classmethod
     def from_profile(cls, profile: Profile) -> Gate:
@@ -247,7 +248,8 @@ class Gate:
         return cls(min_coverage=float(profile.get("min_coverage", 0.5)),
                    min_bigram=float(profile.get("min_bigram_coverage", MIN_BIGRAM_COVERAGE)),
                    min_dense=None if dense is None else float(dense),
-                   semantic_share=float(profile.get("semantic_coverage_share", SEMANTIC_SHARE)))
+                   semantic_share=float(profile.get("semantic_coverage_share", SEMANTIC_SHARE)),
+                   min_subject_share=float(profile.get("min_subject_share", MIN_SUBJECT_SHARE)))
 
 
 def dropped_sentences(feedback: list[str]) -> set[str]:
@@ -287,7 +289,7 @@ def compose_offline(question: str, queries: list[str], evidence: list[Evidence],
         answer_gate = None
         if analysis is not None:  # the answerability gate: only the units it accepts are candidates
             current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
-            answer_gate = answerability(analysis, current, vocab=vocab)
+            answer_gate = answerability(analysis, current, vocab=vocab, min_share=gate.min_subject_share)
             partly = answer_gate.partly_covered
         picked = select_sentences(question, queries, evidence, gate.min_coverage, dropped,
                                   min_bigram=gate.min_bigram, min_dense=gate.min_dense,

@@ -278,6 +278,7 @@ class Binding:
     missing: tuple[str, ...]
     in_unit: bool
     specific_ok: bool = True
+    threshold: float = MIN_SUBJECT_SHARE
 
     @property
     def bound(self) -> bool:
@@ -285,11 +286,11 @@ class Binding:
 
         The question's most specific term must be among the carried ones.
         """
-        return self.share >= MIN_SUBJECT_SHARE and (self.in_unit or not self.found) and self.specific_ok
+        return self.share >= self.threshold and (self.in_unit or not self.found) and self.specific_ok
 
 
 def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, float] | None = None,
-                    required: str | None = None) -> Binding:
+                    required: str | None = None, threshold: float = MIN_SUBJECT_SHARE) -> Binding:
     """Return how much of ``subject`` the unit (and its heading path) carries.
 
     A term counts when it occurs in the unit's text or its title/heading path (a long term also
@@ -301,10 +302,11 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
         unit: The unit.
         weights: Optional term weights (default 1 each).
         required: A term that must be among the found ones (the most specific one).
+        threshold: The share that binds (``MIN_SUBJECT_SHARE``; a profile's ``min_subject_share``).
 
     """
     if not subject:
-        return Binding(1.0, (), (), True)
+        return Binding(1.0, (), (), True, threshold=threshold)
     body = _norm(unit.text)
     near = body + " " + _norm(unit.context[-1]) if unit.context else body
     whole = near + " " + _norm(" ".join(unit.context))
@@ -314,7 +316,7 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
     total = sum(w.get(t, 1.0) for t in subject)
     share = sum(w.get(t, 1.0) for t in found) / total if total else 1.0
     in_unit = any(_term_present(t, near) for t in found)
-    return Binding(share, tuple(found), tuple(missing), in_unit, required is None or required in found)
+    return Binding(share, tuple(found), tuple(missing), in_unit, required is None or required in found, threshold)
 
 
 # --------------------------------------------------------------------------- qualifiers
@@ -423,7 +425,8 @@ class UnitVerdict:
 
 
 def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = None,
-               weights: Mapping[str, float] | None = None, slot: Slot | None = None) -> UnitVerdict:
+               weights: Mapping[str, float] | None = None, slot: Slot | None = None,
+               min_share: float = MIN_SUBJECT_SHARE) -> UnitVerdict:
     """Return whether ``unit`` answers ``question`` (filler of the slot, bound, qualifiers ok)."""
     asked = slot or question["slot"]
     dims = vocab.dimensions if vocab else {}
@@ -438,7 +441,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                         for m in _CLOCK_RE.finditer(_norm(unit.text)))
     subject = question_subject(question)
     weights = weights if weights is not None else subject_weights(subject, vocab)
-    bind = subject_binding(subject, unit, weights, specific_term(weights))
+    bind = subject_binding(subject, unit, weights, specific_term(weights), min_share)
     if asked in VALUE_SLOTS and fillers and bind.found:
         fillers = bound_fillers(fillers, unit, bind.found)
     anchors = [a for a in question.get("anchors") or [] if vocab is None or vocab.document_frequency(a)]
@@ -663,17 +666,18 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
 
 
 def _judge_units(question: Question, units: Sequence[Unit], vocab: Vocabulary | None,
-                 weights: Mapping[str, float] | None, *, check_unknown: bool) -> list[UnitVerdict]:
+                 weights: Mapping[str, float] | None, *, check_unknown: bool,
+                 min_share: float = MIN_SUBJECT_SHARE) -> list[UnitVerdict]:
     """Judge every unit; a question naming something the knowledge base never uses gets none."""
     unknown = unknown_terms(question, vocab) if check_unknown else []
     if unknown:
         empty = Binding(0.0, (), tuple(unknown), False)
         return [UnitVerdict(u, False, (), empty, QualifierCheck(), f"unknown term {unknown[0]}") for u in units]
-    return [judge_unit(question, u, vocab=vocab, weights=weights) for u in units]
+    return [judge_unit(question, u, vocab=vocab, weights=weights, min_share=min_share) for u in units]
 
 
 def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
-                  vocab: Vocabulary | None = None) -> AnswerGate:
+                  vocab: Vocabulary | None = None, min_share: float = MIN_SUBJECT_SHARE) -> AnswerGate:
     """Judge every unit of the (non-tool) evidence against the question.
 
     A multi-part question is judged part by part (``parts_covered``); a unit answers when it
@@ -681,7 +685,8 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
     """
     units = evidence_units(evidence)
     weights = subject_weights(question_subject(question), vocab)
-    verdicts = _judge_units(question, units, vocab, weights, check_unknown=not question["parts"])
+    verdicts = _judge_units(question, units, vocab, weights, check_unknown=not question["parts"],
+                            min_share=min_share)
     covered: list[bool] = []
     if question["parts"]:
         from strategies.rules.question import analyze_question  # noqa: PLC0415
@@ -689,7 +694,7 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
         for part in question["parts"]:
             sub = analyze_question(part, vocab=vocab)
             sub["qualifiers"] = {**question["qualifiers"], **sub["qualifiers"]}
-            part_verdicts = _judge_units(sub, units, vocab, None, check_unknown=True)
+            part_verdicts = _judge_units(sub, units, vocab, None, check_unknown=True, min_share=min_share)
             covered.append(any(v.answers for v in part_verdicts))
             verdicts = [a if a.answers or not b.answers else b
                         for a, b in zip(verdicts, part_verdicts, strict=True)]
@@ -726,7 +731,8 @@ class GatedAnswerer:
         chunks = [e for e in request.evidence if e.get("kind") != "tool"]
         if not question or not question.get("text") or not chunks:
             return self.inner.answer(request)
-        gate = answerability(question, chunks, vocab=request.turn.vocab)
+        share = float((request.turn.profile or {}).get("min_subject_share", MIN_SUBJECT_SHARE))
+        gate = answerability(question, chunks, vocab=request.turn.vocab, min_share=share)
         tools = [e for e in request.evidence if e.get("kind") == "tool"]
         accepted = set(gate.evidence_ids())
         if not gate.answerable and not tools:

@@ -105,3 +105,18 @@ def test_grant_requests_are_actions_not_questions(text, granted):
     assert (action is not None) is granted
     if action is not None:
         assert action["tool"] is None and action["intent"] == "grant_other"
+
+
+def test_the_binding_share_is_a_profile_setting():
+    from contracts.profile import empty_profile
+    from strategies.rules.answer import Gate
+    from strategies.rules.profiles import validate_profile
+
+    vocab = build_vocabulary([["门票"]], ["门票 儿童票 身高1.2米以下免票", "门票 成人票 周末票价80元"])
+    q = analyze_question("学生周末门票多少钱", vocab=vocab)
+    evidence = [{"id": "e", "text": "周末成人票价80元", "title": "门票"}]
+    loose, strict = (answerability(q, evidence, vocab=vocab, min_share=s).answerable for s in (0.3, 0.95))
+    assert loose and not strict
+    profile = validate_profile({**empty_profile(), "min_subject_share": 0.9})
+    assert Gate.from_profile(profile).min_subject_share == 0.9
+    assert Gate.from_profile(empty_profile()).min_subject_share == 0.75
