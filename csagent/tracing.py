@@ -147,15 +147,16 @@ def _mask_values(data: Any, names: frozenset[str], addresses: tuple[str, ...]) -
         for address in addresses:
             data = data.replace(address, ADDRESS_MASK)
         return mask_text(data, names)
-    if isinstance(data, dict):
-        return {key: _mask_values(value, names, addresses) for key, value in data.items()}
-    if isinstance(data, list | tuple):
+    if isinstance(data, dict):  # keys too: a term-weight map is keyed by the customer's words
+        return {(_mask_values(key, names, addresses) if isinstance(key, str) else key):
+                _mask_values(value, names, addresses) for key, value in data.items()}
+    if isinstance(data, list | tuple | set | frozenset):
         return [_mask_values(value, names, addresses) for value in data]
     return data
 
 
 def mask_data(data: Any) -> Any:
-    """Return a copy of ``data`` with every string masked (keys kept).
+    """Return a copy of ``data`` with every string masked, dictionary keys included.
 
     The values of name- and address-like fields of person records are masked wherever they
     occur in ``data`` (a receiver's name also inside a rendered sentence).

@@ -59,6 +59,14 @@ def test_mask_data_recurses_into_nested_structures() -> None:
     assert masked == {"a": ["张* 138****5678", {"b": "李*"}], "n": 3, "ok": True}
 
 
+def test_mask_data_masks_dictionary_keys_and_sets() -> None:
+    """A term-weight map is keyed by the customer's own words (a phone number, a name)."""
+    masked = tracing.mask_data({"answer_terms": {"13812345678": 1.0, "退货": 0.5}, "grams": {"张伟"}})
+    dumped = str(masked)
+    assert "13812345678" not in dumped and "138****5678" in dumped and "退货" in dumped
+    assert masked["answer_terms"]["138****5678"] == 1.0
+
+
 def test_new_trace_id_is_otel_compatible() -> None:
     ids = {tracing.new_trace_id() for _ in range(50)}
     assert len(ids) == 50
