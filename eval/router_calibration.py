@@ -103,10 +103,10 @@ def rows_from_traces(report_dirs: str, datasets: Path) -> list[dict[str, Any]]:
 
 def threshold_for(rows: list[dict[str, Any]]) -> float:
     """Return the route's threshold (the lowest reliable probability, else ``NEVER``)."""
-    scored = sorted((r["p"], r["correct"]) for r in rows if r["p"] is not None)
-    for i, (t, _) in enumerate(scored):
-        above = scored[i:]
-        if len(above) >= MIN_N and sum(c for _, c in above) / len(above) >= TARGET:
+    scored = [(r["p"], r["correct"]) for r in rows if r["p"] is not None]
+    for t in sorted({p for p, _ in scored}):
+        above = [c for p, c in scored if p >= t]  # every proposal at t counts, ties included
+        if len(above) >= MIN_N and sum(above) / len(above) >= TARGET:
             return round(t, 4)
     return NEVER
 

@@ -77,7 +77,7 @@ def test_llm_unknown_on_own_wording_needs_recheck() -> None:
 
 def test_unlocated_llm_claim_counts() -> None:
     """A verdict the code cannot place in one sentence is taken at its word (conservative)."""
-    result, _ = run(VERBATIM_1 + PARAPHRASE, [verdict(("顾客买的衣服尺码不合适", "unsupported"))])
+    result, _ = run(VERBATIM_1 + PARAPHRASE, [verdict(("顾客想换一个别的颜色", "unsupported"))])
     assert result["overall"] == "fail"
     assert "advisory" not in result
 

@@ -74,3 +74,8 @@ def test_proposals_are_read_from_a_traced_route_decision() -> None:
     refused = {"route": "answer", "boundary_reason": "x [LLM refusal of a whitelisted domain]"}
     assert proposal_from_trace(refused)[:2] == ("refuse", None)  # type: ignore[index]
     assert proposal_from_trace({"route": "refuse", "boundary_reason": "blacklist keyword"}) is None
+
+
+def test_a_threshold_counts_every_proposal_at_its_probability() -> None:
+    data = rows((0.58, False), (0.58, True), (0.6, True), (0.64, True), (0.66, True))
+    assert threshold_for(data) == 0.6  # 0.58 would take the wrong one at 0.58 too (4/5 < 90 %)
