@@ -15,7 +15,7 @@ race to start (``load-shared-<k>``). What is checked (the issue 9 targets):
 The latency distribution (per turn kind and overall), throughput and the counts go to
 ``load.json`` and ``load.md``. The shop database is a scratch copy; write actions are always
 declined (「不用了」), so every run starts from the same data. A benchmark, not a timed test:
-run it alone (``flock /work/coord/cpu.lock python -m eval.load_bench --report docs/results``).
+run it alone on the machine (``python -m eval.load_bench --report docs/results``).
 """
 
 from __future__ import annotations
@@ -222,8 +222,8 @@ def render(results: dict[str, Any]) -> str:
     for title, key in (("Errors", "error_examples"), ("Cross-talk", "crosstalk_examples")):
         if results[key]:
             out += ["", f"## {title} (first 20)", ""] + [f"- {line}" for line in results[key]]
-    out += ["", "Overall: " + ("PASS" if ok else "FAIL") + ". Reproduce: `flock /work/coord/cpu.lock "
-            "python -m eval.load_bench --report docs/results`."]
+    out += ["", "Overall: " + ("PASS" if ok else "FAIL") + ". Reproduce (alone on the machine): "
+            "`python -m eval.load_bench --report docs/results`."]
     return "\n".join(out) + "\n"
 
 

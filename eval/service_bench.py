@@ -12,7 +12,7 @@ a thread history that is not exactly this customer's messages and replies in ord
 
 Usage::
 
-    flock /work/coord/cpu.lock python -m eval.service_bench --customers 50 --turns 20 \\
+    python -m eval.service_bench --customers 50 --turns 20 \\
         --report docs/results/service.md
 """
 
