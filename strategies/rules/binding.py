@@ -237,12 +237,17 @@ def _governor(before: str) -> str:
 
 
 def _governed(scope: str, value: str, governor: str) -> bool:
-    """Return True when ``scope`` has ``governor`` within ``GOVERNOR_WINDOW`` characters before ``value``."""
+    """Return True when ``scope`` has ``governor`` right before ``value``.
+
+    Right before: within ``GOVERNOR_WINDOW`` characters, or as the value's own governor read the
+    way the claim's is (:func:`_governor`, skipping linking words such as 「最高」 in 「单台最高100元」).
+    """
     if scope.startswith(_ROW_MARK):  # a table row: the value's header is a column away
         return True
     pattern = re.compile(rf"(?<![\d.]){re.escape(value)}")
     compact = re.sub(r"\s+", "", scope)
-    return any(governor in compact[max(0, m.start() - GOVERNOR_WINDOW):m.start()] for m in pattern.finditer(compact))
+    return any(governor in compact[max(0, m.start() - GOVERNOR_WINDOW):m.start()]
+               or _governor(compact[:m.start()]) == governor for m in pattern.finditer(compact))
 
 
 def _bound_elsewhere(entity: str, value: str, units: Sequence[Unit]) -> bool:

@@ -155,6 +155,13 @@ def test_governor_is_not_the_end_of_a_longer_word() -> None:
     assert claim_binding("公司4个门店都营业到21:00", units) == []
 
 
+def test_governor_is_read_past_linking_words_in_the_evidence_too() -> None:
+    units = evidence_units([{"id": "c#1", "text": "满199元的订单减最多20元，单台最高100元。"}])
+    assert claim_binding("单台最高100元", units) == []  # verbatim: 「台」 governs 100元 there too
+    assert claim_binding("满199元的订单减最多20元", units) == []
+    assert claim_binding("满199元的订单返最多20元", units)  # another governor
+
+
 def test_attribution_checks_every_supporting_unit() -> None:
     vocab = build_vocabulary([["退货", "跨境商品"], ["退货", "国内商品"]], ["签收后7天内可以退货。"])
     evidence = [{"id": "a#1", "title": "退货", "heading_path": ["跨境商品"], "text": "签收后7天内可以退货。"},
