@@ -92,6 +92,7 @@ class Settings:
     llm_turn_budget: float = 90.0  # seconds of LLM time per turn in total (0: no budget)
     llm_probe_timeout: float = 3.0  # GET /models liveness probe before first use (0: no probe)
     llm_max_tokens: int = 512  # completion cap per call (a looping small model stops here)
+    llm_calibration: Path | None = None  # router calibration of the model (eval.router_calibration --out)
     domain_profile: str = "shop"  # "shop", "kb-only", or a path to a profile JSON file
     shop_db: Path | None = None  # default: data_dir / "shop.sqlite"
     max_reflections: int = 2
@@ -133,6 +134,7 @@ class Settings:
             llm_turn_budget=_env_float("CSAGENT_LLM_TURN_BUDGET", 90.0),
             llm_probe_timeout=_env_float("CSAGENT_LLM_PROBE_TIMEOUT", 3.0),
             llm_max_tokens=_env_int("CSAGENT_LLM_MAX_TOKENS", 512),
+            llm_calibration=Path(calibration) if (calibration := _env("CSAGENT_LLM_CALIBRATION")) else None,
             domain_profile=_env("CSAGENT_DOMAIN_PROFILE", "shop") or "shop",
             shop_db=Path(shop_db) if shop_db else None,
             max_reflections=_env_int("CSAGENT_MAX_REFLECTIONS", 2),
@@ -150,7 +152,7 @@ class Settings:
         if unknown:
             raise TypeError(f"unknown settings: {sorted(unknown)}")
         clean = {k: v for k, v in overrides.items() if v is not None}
-        for key in ("data_dir", "index_dir", "shop_db"):
+        for key in ("data_dir", "index_dir", "shop_db", "llm_calibration"):
             if key in clean:
                 clean[key] = Path(clean[key])
         return replace(self, **clean)
@@ -187,7 +189,7 @@ ENV_NAMES: dict[str, str] = {
     "top_k": "CSAGENT_TOP_K", "llm_timeout": "CSAGENT_LLM_TIMEOUT",
     "llm_max_retries": "CSAGENT_LLM_MAX_RETRIES", "domain_profile": "CSAGENT_DOMAIN_PROFILE",
     "llm_turn_budget": "CSAGENT_LLM_TURN_BUDGET", "llm_probe_timeout": "CSAGENT_LLM_PROBE_TIMEOUT",
-    "llm_max_tokens": "CSAGENT_LLM_MAX_TOKENS",
+    "llm_max_tokens": "CSAGENT_LLM_MAX_TOKENS", "llm_calibration": "CSAGENT_LLM_CALIBRATION",
     "max_reflections": "CSAGENT_MAX_REFLECTIONS", "tool_timeout": "CSAGENT_TOOL_TIMEOUT",
     "confirm_ttl": "CSAGENT_CONFIRM_TTL",
     "log_level": "CSAGENT_LOG_LEVEL", "tools": "CSAGENT_TOOLS",
@@ -292,6 +294,13 @@ def validate_settings(settings: Settings) -> None:
         if parsed.scheme not in ("http", "https") or not parsed.hostname or not port_ok:
             raise _problem("chroma_url", f"expected http://host:port, got {url!r}")
     _check_profile(str(settings.domain_profile))
+    if settings.llm_calibration is not None:
+        from strategies.llm.router import CalibrationError, RouterCalibration
+
+        try:
+            RouterCalibration.load(settings.llm_calibration)
+        except CalibrationError as exc:
+            raise _problem("llm_calibration", str(exc)) from None
     if settings.tools:
         from tools.loader import ToolsConfigError, load_factory
 

@@ -71,6 +71,15 @@ MODELS: dict[str, ModelSpec] = {
 }
 
 
+CALIBRATION_DIR = Path(__file__).parent / "calibration"
+
+
+def calibration_for(spec: ModelSpec) -> Path | None:
+    """Return the router calibration measured for ``spec``'s model, if one was made."""
+    path = CALIBRATION_DIR / spec.file_name.replace(".gguf", ".json")
+    return path if path.is_file() else None
+
+
 def spec_for(size: str) -> ModelSpec:
     """Return the model spec for ``size`` (``0.5b`` or ``1.5b``)."""
     try:

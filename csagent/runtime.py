@@ -39,6 +39,7 @@ def _load_deps(settings: Settings) -> Deps:
     from knowledge.embeddings import get_embedder
     from knowledge.index import KnowledgeIndex
     from strategies.combined import select as select_strategies
+    from strategies.llm.router import RouterCalibration
     from tools.loader import load_backend
 
     started = time.perf_counter()
@@ -51,7 +52,8 @@ def _load_deps(settings: Settings) -> Deps:
         llm=llm,
         embedder=embedder,
         # The one place strategies are chosen: rules offline, the explicit combinations with an LLM.
-        strategies=select_strategies(llm, embedder=embedder),
+        strategies=select_strategies(llm, embedder=embedder, calibration=(
+            RouterCalibration.load(settings.llm_calibration) if settings.llm_calibration else None)),
     )
     logger.info(
         "dependencies loaded in %.0f ms (index %s, tools %s, llm %s)",

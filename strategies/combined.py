@@ -28,7 +28,7 @@ from contracts.routing import RouteDecision
 from contracts.verification import Verification, overall_of
 from strategies.llm.answer import LLMAnswerer
 from strategies.llm.rewrite import LLMRewriter
-from strategies.llm.router import LLMRouter
+from strategies.llm.router import LLMRouter, RouterCalibration
 from strategies.llm.tools import FallbackToolPlanner, LLMToolPlanner
 from strategies.llm.verify import LLMClaimChecker
 from strategies.protocols import (
@@ -66,18 +66,29 @@ class GuardedRouter:
         self.fallback = fallback
 
     def route(self, turn: Turn) -> RouteDecision:
-        """Return the guards' decision, else the primary's, else the fallback's."""
+        """Return the guards' decision, else the primary's, else the fallback's.
+
+        A primary that cannot change the fallback's route (``can_change``: a calibrated model
+        whose only takeable routes are the rules' one) is not asked.
+        """
         guarded = guard_decision(turn)
         if guarded is not None:
             return guarded
+        ruled: RouteDecision | None = None
+        can_change = getattr(self.primary, "can_change", None)
+        if can_change is not None:
+            ruled = self.fallback.route(turn)
+            if not can_change(ruled):
+                note = f"[LLM router not asked: its calibrated routes cannot change {ruled['route']}]"
+                return {**ruled, "boundary_reason": f"{ruled.get('boundary_reason', '')} {note}".strip()}
         before = list(getattr(self.primary, "overruled", None) or [])
         try:
             decision = self.primary.route(turn)
         except StepFailed as failed:
-            return {**self.fallback.route(turn), "llm_error": failed.reason}
+            return {**(ruled or self.fallback.route(turn)), "llm_error": failed.reason}
         if decision is not None:
             return decision
-        ruled = self.fallback.route(turn)
+        ruled = ruled or self.fallback.route(turn)
         overruled = list(getattr(self.primary, "overruled", None) or [])
         if overruled != before:  # the model's proposal and why it was not taken: in the trace
             ruled = {**ruled, "boundary_reason": f"{ruled.get('boundary_reason', '')}"
@@ -164,13 +175,15 @@ class Strategies:
 
 
 def select(llm: BaseChatModel | None, *, embedder: Embedder | None = None,
-           tool_planner: ToolPlanner | None = None) -> Strategies:
+           tool_planner: ToolPlanner | None = None,
+           calibration: RouterCalibration | None = None) -> Strategies:
     """Return the strategies for a process: rules offline, the combinations above with an LLM.
 
     Args:
         llm: The chat model, or None for the offline mode.
         embedder: Query encoder for the rules router's nearest intent example.
         tool_planner: The tool planner (default: :class:`RulesToolPlanner`).
+        calibration: The model's measured router thresholds (default: the profile's).
 
     """
     if tool_planner is not None:
@@ -184,7 +197,7 @@ def select(llm: BaseChatModel | None, *, embedder: Embedder | None = None,
         return Strategies(router=rules_router, rewriter=RulesRewriter(), answerer=RulesAnswerer(),
                           claim_checker=RulesClaimChecker(), tool_planner=planner)
     return Strategies(
-        router=GuardedRouter(LLMRouter(llm, planner), rules_router),
+        router=GuardedRouter(LLMRouter(llm, planner, calibration=calibration), rules_router),
         rewriter=FallbackRewriter(LLMRewriter(llm), RulesRewriter()),
         answerer=FallbackAnswerer(GatedAnswerer(LLMAnswerer(llm)), RulesAnswerer()),  # [answer] code gate
         claim_checker=CodeThenLLMChecker(RulesClaimChecker(), LLMClaimChecker(llm)),

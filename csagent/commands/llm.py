@@ -33,7 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Assemble (cached) and, for ``serve``, run the server in the foreground."""
     from csagent.config import Settings
-    from csagent.localllm import assemble, check_server_installed, serve_command
+    from csagent.localllm import (
+        assemble,
+        calibration_for,
+        check_server_installed,
+        serve_command,
+        spec_for,
+    )
 
     action = getattr(args, "llm_action", None)
     if action not in ("fetch", "serve"):
@@ -49,9 +55,12 @@ def run(args: argparse.Namespace) -> int:
     if action == "fetch":
         sys.stdout.write(f"{model}\n")
         return 0
+    calibration = calibration_for(spec_for(args.size))
     sys.stderr.write(
         f"serving {model.name} on http://127.0.0.1:{args.port}/v1 — in another shell:\n"
-        f"  export CSAGENT_LLM_BASE_URL=http://127.0.0.1:{args.port}/v1 CSAGENT_LLM_MODEL=qwen\n")
+        f"  export CSAGENT_LLM_BASE_URL=http://127.0.0.1:{args.port}/v1 CSAGENT_LLM_MODEL=qwen\n"
+        + (f"  export CSAGENT_LLM_CALIBRATION={calibration}  # this model's measured router thresholds\n"
+           if calibration else ""))
     sys.stderr.flush()
     command = serve_command(model, args.port, n_threads=args.threads)
     os.execv(command[0], command)  # the server replaces this process: signals reach it directly

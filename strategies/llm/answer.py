@@ -13,6 +13,11 @@ Never worse than offline (issue 10.2/10.4):
   verified extractive answer comes before a handoff.
 - A draft that states nothing (a bare 「无」 with a tag: no content words, no value) is not an
   answer: the gate found answering evidence, so the extractive answer is given instead.
+- The model's answer is never less than the verified extractive one: a sentence of the
+  extractive answer (evidence text with its tag) whose key facts the model's draft leaves out,
+  or whose content it does not cover, is appended (:func:`complete_with`); a model that says it
+  cannot answer where the extractive answerer can gets the extractive answer. A small model's
+  true-but-partial sentence (the status without the items) no longer costs the customer the rest.
 - Self-consistency for high-value turns (a question about an amount, or a turn that reports a
   write tool's result: an order change, a refund, a compensation): ``samples`` extra drafts at ``temperature``; when their key facts (numbers with
   units, dates, order ids) differ from the temperature-0 draft's, the extractive answer is
@@ -111,6 +116,30 @@ def key_facts(text: str) -> frozenset[str]:
     return frozenset(numbers | set(facts.dates) | set(facts.order_ids))
 
 
+COVERED = 0.5  # share of a value-free extractive sentence's bigrams the draft must hold to cover it
+
+
+def complete_with(draft: str, extractive: str) -> tuple[str, int]:
+    """Append the sentences of ``extractive`` that ``draft`` leaves out; return the text and count.
+
+    Left out: a sentence whose key facts (:func:`key_facts`) are not all in the draft, or, for a
+    sentence without such facts, less than ``COVERED`` of whose content bigrams the draft holds.
+    """
+    have = key_facts(draft)
+    body = strip_citations(draft)
+    out, added = draft, 0
+    for sentence in split_sentences(extractive):
+        plain = strip_citations(sentence)
+        if not content_bigrams(plain) and not key_facts(plain):
+            continue
+        facts = key_facts(plain)
+        missing = not facts <= have if facts else bigram_coverage(plain, body) < COVERED
+        if missing:
+            out, added = out + sentence, added + 1
+            have, body = have | facts, body + plain
+    return out, added
+
+
 def high_value(request: AnswerRequest, write_tools: frozenset[str] = frozenset()) -> bool:
     """Return True for turns worth sampling: money questions and reports of a write tool's result."""
     slot = str(request.turn.question.get("slot") or "")
@@ -173,7 +202,7 @@ class LLMAnswerer:
         if outcome.value is None:
             raise StepFailed(f"generate: {outcome.error}")
         if outcome.value.cannot_answer or not outcome.value.answer.strip():
-            return Draft(text=NO_ANSWER, fail_reason="no_evidence")
+            return self.extractive.answer(request)  # the offline gate decides (no answer: NO_ANSWER)
         if not says_something(outcome.value.answer):  # e.g. a bare 「无」: the gate found an answer
             return self.extractive.answer(request)
         text, _ = attach_citations(outcome.value.answer.strip(), request.evidence,
@@ -182,6 +211,9 @@ class LLMAnswerer:
             return self.extractive.answer(request)  # it cannot fix what was rejected: no re-check
         if self.samples and high_value(request) and not self._agrees(request, text):
             return self.extractive.answer(request)
+        floor = self.extractive.answer(request)
+        if floor.text != NO_ANSWER:
+            text, _ = complete_with(text, floor.text)
         failed = tool_failed(request.evidence)
         return Draft(text=text, fail_reason="tool_failure" if failed else None)
 

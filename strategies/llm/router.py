@@ -16,9 +16,20 @@ Issue 7 (in LLM mode the LLM strategy decides) and issue 10 (never worse than of
   decision's ``confidence`` is 0.0 and the model's own number is used only as a veto (below
   the threshold → the rules decide), never reported as a probability.
 - A failed call raises :class:`StepFailed`: the rules decide and the reason is kept.
+- A **calibration** of the model (:class:`RouterCalibration`, written by
+  ``python -m eval.router_calibration --out FILE``, loaded from ``CSAGENT_LLM_CALIBRATION``)
+  replaces the profile's per-route thresholds with the ones measured for that model; a route it
+  has no reliable threshold for (or never saw proposed) is never taken from the model. When the
+  only routes the model may still take are the one the rules give anyway, the model cannot change
+  the turn's route and is not asked (:meth:`LLMRouter.can_change`).
 """
 
 from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -30,6 +41,52 @@ from strategies.llm.structured import structured_call, value_probability
 from strategies.protocols import Profile, StepFailed, ToolPlanner, Turn
 from strategies.rules.facts import render_facts
 from strategies.rules.router import RulesRouter, keyword_domain
+
+NEVER = 1.0  # a threshold above this: the route is never taken from the model
+ROUTES = ("answer", "tool", "confirm", "clarify", "refuse", "handoff", "chitchat")
+
+
+class CalibrationError(ValueError):
+    """A router calibration file that cannot be used (missing, not JSON, bad thresholds)."""
+
+
+@dataclass(frozen=True)
+class RouterCalibration:
+    """Per-route thresholds measured for one model; a route without one is never taken from it."""
+
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    model: str = ""
+
+    @classmethod
+    def load(cls, path: Path | str) -> RouterCalibration:
+        """Read ``{"model", "thresholds": {route: p}}`` (``eval.router_calibration --out``).
+
+        Raises:
+            CalibrationError: the file is missing, not JSON, or a threshold is not a number ≥ 0.
+
+        """
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CalibrationError(f"cannot read router calibration {path}: {exc}") from None
+        raw = data.get("thresholds") if isinstance(data, dict) else None
+        if not isinstance(raw, dict):
+            raise CalibrationError(f"{path}: no \"thresholds\" object")
+        thresholds: dict[str, float] = {}
+        for route, value in raw.items():
+            if route not in ROUTES or isinstance(value, bool) or not isinstance(value, int | float) \
+                    or value < 0:
+                raise CalibrationError(f"{path}: bad threshold {route!r}: {value!r}")
+            thresholds[route] = float(value)
+        return cls(thresholds=thresholds, model=str(data.get("model") or ""))
+
+    def threshold(self, route: str) -> float:
+        """Return the route's calibrated threshold (above 1: never taken)."""
+        return self.thresholds.get(route, NEVER + 0.01)
+
+    def takeable(self) -> frozenset[str]:
+        """Return the routes the model's proposal can ever be taken for."""
+        return frozenset(r for r in ROUTES if self.threshold(r) <= NEVER)
 
 
 def whitelisted(question: str, domain: str, profile: Profile) -> bool:
@@ -46,14 +103,17 @@ def is_action_route(decision: RouteDecision | None) -> bool:
 
 
 def overrule_reason(decision: BoundaryDecision, probability: float | None, turn: Turn,
-                    ruled: RouteDecision | None = None) -> str | None:
+                    ruled: RouteDecision | None = None,
+                    calibration: RouterCalibration | None = None) -> str | None:
     """Return why the model's route is not taken (the rules decide then), or None to take it.
 
     ``ruled``: the rules' deterministic decision for the turn (asked only for a tool or
-    confirm route: whether the question names a profile action).
+    confirm route: whether the question names a profile action). ``calibration``: the model's
+    measured thresholds, in place of the profile's.
     """
     profile, question = turn.profile, turn.question["text"]
-    threshold = float(profile.get("thresholds", {}).get(decision.route, 0.5))
+    threshold = (calibration.threshold(decision.route) if calibration is not None
+                 else float(profile.get("thresholds", {}).get(decision.route, 0.5)))
     if decision.route in ("tool", "confirm") and not is_action_route(ruled):
         return f"LLM route {decision.route} but the question names no profile action"
     if decision.route == "refuse" and whitelisted(question, decision.domain, profile):
@@ -73,14 +133,26 @@ class LLMRouter:
         planner: The tool planner (for the rules' action routes).
         rules: The rules router that tells whether the question names a profile action and
             plans its call (default: one built on ``planner``).
+        calibration: The model's measured per-route thresholds (default: the profile's).
 
     """
 
-    def __init__(self, llm: BaseChatModel, planner: ToolPlanner, rules: RulesRouter | None = None) -> None:
+    def __init__(self, llm: BaseChatModel, planner: ToolPlanner, rules: RulesRouter | None = None,
+                 calibration: RouterCalibration | None = None) -> None:
         self.llm = llm
         self.planner = planner
         self.rules = rules or RulesRouter(planner)
+        self.calibration = calibration
         self.overruled: list[str] = []  # why recent model routes were not taken (bounded)
+
+    def can_change(self, ruled: RouteDecision) -> bool:
+        """Return False when no route the model may take differs from the rules' ``ruled`` route.
+
+        Without a calibration every route may be taken: the model is always asked.
+        """
+        if self.calibration is None:
+            return True
+        return bool(self.calibration.takeable() - {ruled["route"]})
 
     def route(self, turn: Turn) -> RouteDecision | None:
         """Return the model's route (a tool route with the rules' plan), or None (rules decide)."""
@@ -96,7 +168,7 @@ class LLMRouter:
         decision = outcome.value
         probability = value_probability(outcome.raw, "route")
         ruled = self.rules.decide(turn) if decision.route in ("tool", "confirm") else None
-        reason = overrule_reason(decision, probability, turn, ruled)
+        reason = overrule_reason(decision, probability, turn, ruled, self.calibration)
         if reason is not None:
             self.overruled = [*self.overruled[-49:], reason]
             return None

@@ -11,11 +11,12 @@ from langchain_core.messages import AIMessage
 
 from contracts.question import empty_question
 from shop.decls import REGISTRY
-from strategies.llm.answer import LLMAnswerer, attach_citations, key_facts
+from strategies.llm.answer import LLMAnswerer, attach_citations, complete_with, key_facts
 from strategies.llm.naive import naive_answer
 from strategies.llm.router import LLMRouter
 from strategies.llm.structured import value_probability
 from strategies.protocols import AnswerRequest, Draft, Turn
+from strategies.rules.answer import NO_ANSWER
 from strategies.rules.profiles import load_profile
 from strategies.rules.tools import RulesToolPlanner
 from tests.fakes import ScriptedChatModel, ScriptExhausted
@@ -128,12 +129,15 @@ def test_missing_tag_is_attached_only_where_one_unit_supports_the_sentence() -> 
 
 
 class Extractive:
-    def __init__(self) -> None:
+    """The extractive answerer's stand-in: a fixed draft (the model's answer may not say less)."""
+
+    def __init__(self, text: str = "extractive【来源:returns#1】。") -> None:
         self.calls = 0
+        self.text = text
 
     def answer(self, request: AnswerRequest) -> Draft:
         self.calls += 1
-        return Draft(text="extractive【来源:returns#1】。")
+        return Draft(text=self.text)
 
 
 def request(text: str = "退货运费谁出", *, slot: str = "none",
@@ -148,7 +152,7 @@ def answer_json(text: str) -> str:
 
 def test_llm_draft_gets_its_missing_tags_by_code() -> None:
     llm = ScriptedChatModel([answer_json("退货运费由买家承担。")])
-    draft = LLMAnswerer(llm, Extractive(), samples=0).answer(request())
+    draft = LLMAnswerer(llm, Extractive("退货运费由买家承担【来源:returns#1】。"), samples=0).answer(request())
     assert draft.text == "退货运费由买家承担【来源:returns#1】。"
 
 
@@ -176,10 +180,10 @@ def test_the_final_reflection_round_uses_the_extractive_answer_not_the_model() -
 
 
 def test_an_earlier_reflection_round_asks_the_model_with_the_feedback() -> None:
-    extractive = Extractive()
-    llm = ScriptedChatModel([answer_json("退货运费由买家承担【来源:returns#1】。")])
+    extractive = Extractive("退货运费由买家承担【来源:returns#1】。")
+    llm = ScriptedChatModel([answer_json("由买家承担退货的运费【来源:returns#1】。")])
     draft = LLMAnswerer(llm, extractive, samples=0).answer(request(feedback=["运费由商城承担"]))
-    assert draft.text == "退货运费由买家承担【来源:returns#1】。" and extractive.calls == 0
+    assert draft.text == "由买家承担退货的运费【来源:returns#1】。"  # the model's words, covering the floor
     assert "运费由商城承担" in llm.prompts[0][-1].content
 
 
@@ -196,8 +200,34 @@ def test_high_value_samples_that_disagree_give_the_extractive_answer() -> None:
 def test_high_value_samples_that_agree_keep_the_llm_answer() -> None:
     same = answer_json("满99元包邮【来源:ship#2】。")
     llm = ScriptedChatModel([same, same, same])
-    draft = LLMAnswerer(llm, Extractive(), samples=2).answer(request("满多少钱包邮", slot="amount"))
+    draft = LLMAnswerer(llm, Extractive("满99元包邮【来源:ship#2】。"), samples=2).answer(
+        request("满多少钱包邮", slot="amount"))
     assert draft.text == "满99元包邮【来源:ship#2】。"
+
+
+def test_the_extractive_sentences_a_partial_draft_leaves_out_are_appended() -> None:
+    floor = "订单状态：待发货【来源:tool:o#1】。商品：蓝牙耳机×1，实付88元【来源:tool:o#1】。"
+    llm = ScriptedChatModel([answer_json("您的订单待发货【来源:tool:o#1】。")])
+    draft = LLMAnswerer(llm, Extractive(floor), samples=0).answer(request())
+    assert draft.text.startswith("您的订单待发货【来源:tool:o#1】。")
+    assert "实付88元" in draft.text  # the value the model left out
+
+
+def test_complete_with_keeps_a_draft_that_states_every_fact() -> None:
+    assert complete_with("只要满 99 元就包邮【来源:a】。", "满99元包邮【来源:a】。") == (
+        "只要满 99 元就包邮【来源:a】。", 0)
+    text, added = complete_with("满99元包邮【来源:a】。", "满99元包邮【来源:a】。偏远地区除外【来源:a】。")
+    assert added == 1 and text.endswith("偏远地区除外【来源:a】。")
+
+
+def test_a_model_that_cannot_answer_gets_the_extractive_answer_where_there_is_one() -> None:
+    cannot = json.dumps({"answer": "", "cannot_answer": True})
+    extractive = Extractive()
+    draft = LLMAnswerer(ScriptedChatModel([cannot]), extractive, samples=0).answer(request())
+    assert draft.text.startswith("extractive") and extractive.calls == 1
+    nothing = Extractive(NO_ANSWER)
+    draft = LLMAnswerer(ScriptedChatModel([cannot]), nothing, samples=0).answer(request())
+    assert draft.text == NO_ANSWER
 
 
 def test_ordinary_questions_are_not_sampled() -> None:
@@ -246,3 +276,66 @@ def test_an_overruled_model_route_is_named_in_the_rules_decision() -> None:
     r, _ = router(route_message("answer", route_logprob=math.log(0.2)))
     decision = GuardedRouter(r, RulesRouter(RulesToolPlanner())).route(turn("七天无理由退货的运费谁承担？"))
     assert "p=0.20" in str(decision.get("boundary_reason"))
+
+
+# --- router calibration (issue 10.3) -------------------------------------------------------------
+
+
+def calibrated(tmp_path: Any, thresholds: dict[str, float], *script: Any) -> tuple[Any, ScriptedChatModel]:
+    from strategies.combined import GuardedRouter
+    from strategies.llm.router import RouterCalibration
+    from strategies.rules.router import RulesRouter
+
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({"model": "m", "thresholds": thresholds}), encoding="utf-8")
+    llm = ScriptedChatModel(list(script))
+    primary = LLMRouter(llm, RulesToolPlanner(), calibration=RouterCalibration.load(path))
+    return GuardedRouter(primary, RulesRouter(RulesToolPlanner())), llm
+
+
+def test_a_model_that_can_only_agree_with_the_rules_is_not_asked(tmp_path: Any) -> None:
+    guarded, llm = calibrated(tmp_path, {"answer": 0.6, "confirm": 1.01})  # ScriptExhausted if asked
+    decision = guarded.route(turn("七天无理由退货的运费谁承担？"))
+    assert decision["route"] == "answer" and llm.prompts == []
+    assert "LLM router not asked" in str(decision["boundary_reason"])
+
+
+def test_a_calibrated_threshold_replaces_the_profiles(tmp_path: Any) -> None:
+    # the profile would take a refusal at 0.5; calibrated, 0.97 is needed and 0.9 is overruled
+    guarded, llm = calibrated(tmp_path, {"answer": 0.6, "refuse": 0.97},
+                              route_message("refuse", domain="other_platform", route_logprob=math.log(0.9)))
+    decision = guarded.route(turn("隔壁那家店的东西值得买吗"))
+    assert len(llm.prompts) == 1 and "p=0.90 < 0.97" in str(decision["boundary_reason"])
+    guarded, _ = calibrated(tmp_path, {"answer": 0.6, "refuse": 0.8},
+                            route_message("refuse", domain="other_platform", route_logprob=math.log(0.9)))
+    assert guarded.route(turn("隔壁那家店的东西值得买吗"))["route"] == "refuse"
+
+
+def test_a_route_the_calibration_never_saw_is_never_taken(tmp_path: Any) -> None:
+    guarded, llm = calibrated(tmp_path, {"answer": 0.6},
+                              route_message("chitchat", route_logprob=math.log(0.99)))
+    decision = guarded.route(turn("帮我查一下订单"))  # the rules plan a tool: the model may say answer
+    assert len(llm.prompts) == 1 and decision["route"] == "tool"
+    assert "LLM route chitchat at p=0.99 < 1.01" in str(decision["boundary_reason"])
+
+
+@pytest.mark.parametrize("content", ["{", '{"model": "m"}', '{"thresholds": {"answer": "high"}}',
+                                     '{"thresholds": {"fly": 0.5}}', '{"thresholds": {"answer": -1}}'])
+def test_a_bad_calibration_file_is_a_clear_settings_error(tmp_path: Any, content: str) -> None:
+    from csagent.config import Settings, SettingsError
+
+    path = tmp_path / "cal.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(SettingsError, match="CSAGENT_LLM_CALIBRATION"):
+        Settings.from_env(llm_calibration=path)
+    with pytest.raises(SettingsError, match="CSAGENT_LLM_CALIBRATION"):
+        Settings.from_env(llm_calibration=tmp_path / "missing.json")
+
+
+def test_the_shipped_calibration_of_the_small_model_loads() -> None:
+    from csagent.localllm import calibration_for, spec_for
+    from strategies.llm.router import RouterCalibration
+
+    path = calibration_for(spec_for("0.5b"))
+    assert path is not None
+    assert RouterCalibration.load(path).takeable() == {"answer"}
