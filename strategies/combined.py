@@ -76,7 +76,8 @@ class GuardedRouter:
             return guarded
         ruled: RouteDecision | None = None
         can_change = getattr(self.primary, "can_change", None)
-        if can_change is not None:
+        if can_change is not None and getattr(self.primary, "calibration", None) is not None:
+            # only a calibrated model may be skipped; the rules route is planned first then
             ruled = self.fallback.route(turn)
             if not can_change(ruled):
                 note = f"[LLM router not asked: its calibrated routes cannot change {ruled['route']}]"
