@@ -130,9 +130,9 @@ def complete_with(draft: str, extractive: str) -> tuple[str, int]:
     out, added = draft, 0
     for sentence in split_sentences(extractive):
         plain = strip_citations(sentence)
-        if not content_bigrams(plain) and not key_facts(plain):
-            continue
         facts = key_facts(plain)
+        if not facts and not content_bigrams(plain):
+            continue
         missing = not facts <= have if facts else bigram_coverage(plain, body) < COVERED
         if missing:
             out, added = out + sentence, added + 1
