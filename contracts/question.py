@@ -76,6 +76,10 @@ class Question(TypedDict):
         bound: ``max`` when the question asks for an upper bound (「最多」「最高」「封顶」), ``min``
             for a lower bound (「最少」「最低」「起」), else ``""``.
         measure: The classifier the question counts in (「岁」 of 「多少岁」, 「张」 of 「几张」), or ``""``.
+        per: The unit of the rate an amount or count question asks for (「年」 of 「一年多少钱」,
+            「天」 of 「每天最多付多少」), or ``""``.
+        excluded: Qualifier values the question negates (「Plus」 of 「我不是Plus」): evidence
+            scoped to one of them does not answer.
 
     """
 
@@ -91,9 +95,11 @@ class Question(TypedDict):
     anchors: list[str]
     bound: Bound
     measure: str
+    per: NotRequired[str]
+    excluded: NotRequired[list[str]]
 
 
 def empty_question(text: str = "") -> Question:
     """Return the analysis of a question with nothing in it (slot ``none``)."""
     return Question(text=text, norm=text, tokens=[], slot="none", subject_terms=[], qualifiers={},
-                    order_ids=[], parts=[], anchors=[], bound="", measure="")
+                    order_ids=[], parts=[], anchors=[], bound="", measure="", per="", excluded=[])

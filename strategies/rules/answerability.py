@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -39,6 +39,7 @@ _LIST_MARK_RE = re.compile(r"^\s*(?:[-*•]\s*|\d{1,2}[.、)]\s*(?!\d)|[（(]\d{
 _TABLE_SEP_RE = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
 _CITE_RE = re.compile(r"【来源[:：][^】]*】")
 MIN_UNIT_CHARS = 4
+LIST_ITEM_CHARS = 60  # a list item under a heading is short; longer text states its own rule
 
 
 @dataclass(frozen=True)
@@ -143,9 +144,9 @@ _DATE_RE = re.compile(
     r"\d{4}\s*[-/.年]\s*\d{1,2}(?:\s*[-/.月]\s*\d{1,2}\s*[日号]?)?|\d{1,2}\s*月\s*\d{1,2}\s*[日号]?|\d{1,2}\s*月份?"
     r"|(?:每月|每年|每周|每天)\s*\d*[日号]?|\d{1,2}\s*[日号](?![内以之])|(?:周|星期)[一二三四五六日天1-7]"
     r"|\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}\s*点|上午|下午|凌晨|晚上|中午|节假日|工作日|周末|春节|国庆|元旦"
-    r"|当天|当日|次日|隔日|第二天|即时|实时|立即|之前|之后|以前|以后|起|前|后")
+    r"|当天|当日|次日|隔日|第二天|即时|实时|立即|[月年][底末初]|之前|之后|以前|以后|起|前|后")
 _AMOUNT_RE = re.compile(
-    r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\s*(?:万元|元|块|%|折|倍|分钱)|[¥￥]\s*\d+"
+    r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\s*(?:万元|元|块|%|折|倍|分钱)|[¥￥]\s*\d+|满\s*\d+\s*减\s*\d+"
     r"|免费|免收|免除|免[^\s，。；]{0,3}费|不收(?:取)?|无需(?:支付|付费|承担)|0元|全额|原价|差价")
 _CLASSIFIER = r"(?:周岁|岁|个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|箱|包|瓶|名|只|套)"
 _COUNT_RE = re.compile(rf"\d+(?:\.\d+)?(?:\s*-\s*\d+)?\s*[万千]?\s*{_CLASSIFIER}(?!工作日|小时|月|自然日)|不限(?:次数|数量)?|无限|仅限?\s*\d+|最多\s*\d+|\d+\s*以[内上下]")
@@ -162,12 +163,15 @@ _YESNO_RE = re.compile(
 # A yes-no question is also answered by what the rule grants, takes or keeps (「赠送5元券」).
 _STATEMENT_RE = re.compile(r"有|没有|不?退还?|返还|赠送|获得|奖励|收取|扣除|不变|保持|自动|另行|视为|按照?")
 _CLOCK_RE = re.compile(r"\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}\s*点(?:半|\d{1,2}分?)?|全天|24小时")
+_DAY_RE = re.compile(r"\d{1,2}\s*[日号](?![内以之])|月[底末初]")
+_PER_UNITS = {"天": "天|日", "日": "天|日", "周": "周|星期", "星期": "周|星期"}
 _CLAUSE_RE = re.compile(r"[，,；;：:。！？!?（）()]")
 _PROCEDURE_RE = re.compile(
     r"^\s*(?:\d{1,2}[.、)]|第[一二三四五六七八九十\d]+步|首先|然后|其次|最后|接着|再)|→|->|>"
     r"|进入|点击|选择|提交|填写|上传|拨打|联系|前往|登录|打开|申请|操作|在[^，。]{0,12}(?:页面|页|入口|中)"
     r"|寄回|寄出|预约|办理|按照|通过")
-_ANY_NUMBER_RE = re.compile(r"\d[\d\-.%:/]*")
+# What a bare 「…是多少」 may ask for: a number, or an address written out (e-mail, web address).
+_IDENTIFIER_RE = re.compile(r"[A-Za-z0-9._+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|(?:https?://|www\.)[^\s，。；]+|\d[\d\-.%:/]*")
 _CLASSIFIED_COUNT_RE = re.compile(rf"(?:几|多少)\s*{_CLASSIFIER}")
 _REASON_RE = re.compile(r"因为|由于|原因|所以|导致|为了|以免|以便|否则|是因|造成|因此|故")
 
@@ -247,6 +251,8 @@ PARTIAL_SHARE = 0.67  # a long term counts as present when this share of its big
 
 
 def _term_present(term: str, text: str) -> bool:
+    if len(term) == 1 and _HAN_RE.match(term):
+        return term in text and _char_word_present(term, text)
     if term in text:
         return True
     province = province_of(term)
@@ -258,6 +264,22 @@ def _term_present(term: str, text: str) -> bool:
             return True
         return len(term) == 3 and term[1:] in text and _verb_initial(term)  # 「补差价」 → 「差价」
     return False
+
+
+@lru_cache(maxsize=16384)
+def _words_of(text: str) -> tuple[str, ...]:
+    from knowledge.normalize import _tokenizer
+
+    return tuple(_tokenizer().lcut(text, HMM=False))
+
+
+def _char_word_present(char: str, text: str) -> bool:
+    """Return True when a one-character term stands in ``text`` as a word or a word's edge.
+
+    「税」 is in 「综合税」「税率」 but not in 「保税仓」: a character inside another word is not
+    the word.
+    """
+    return any(w == char or w.startswith(char) or w.endswith(char) for w in _words_of(text))
 
 
 @lru_cache(maxsize=8192)
@@ -424,6 +446,25 @@ class UnitVerdict:
     reason: str = ""
 
 
+def _is_list_item(unit: Unit) -> bool:
+    """Return True for a unit that is an item of a list under its heading (no verb of its own).
+
+    A heading such as 「不支持…的情形」 states the yes-no answer for every item under it.
+    """
+    text = _norm(unit.text)
+    return len(text) <= LIST_ITEM_CHARS and not _YESNO_RE.search(text) and not _STATEMENT_RE.search(text)
+
+
+def _scoped_to(unit: Unit, values: Sequence[str]) -> list[str]:
+    """Return the ``values`` the unit is scoped to: named in its headings or its first clause."""
+    if not values:
+        return []
+    norm = _norm(unit.text)
+    first = _CLAUSE_RE.split(norm, maxsplit=1)[0]
+    heads = _norm(" ".join(unit.context))
+    return [v for v in values if _term_present(v, heads) or _term_present(v, first)]
+
+
 def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = None,
                weights: Mapping[str, float] | None = None, slot: Slot | None = None,
                min_share: float = MIN_SUBJECT_SHARE) -> UnitVerdict:
@@ -431,14 +472,21 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     asked = slot or question["slot"]
     dims = vocab.dimensions if vocab else {}
     fillers = tuple(slot_fillers(asked, unit.text))
+    if not fillers and asked == "yesno" and unit.context and _is_list_item(unit):
+        fillers = tuple(slot_fillers(asked, unit.context[-1]))  # 「不适用…的商品」 over its items
     if asked == "count" and _CLASSIFIED_COUNT_RE.search(question["norm"]):
         fillers = tuple(f for f in fillers if _COUNT_RE.fullmatch(f.text))
     elif asked == "count":  # a bare 「多少」: any number answers (a phone number, a threshold)
         fillers += tuple(Filler("count", m.group(0), m.start(), m.end())
-                         for m in _ANY_NUMBER_RE.finditer(_norm(unit.text)))
+                         for m in _IDENTIFIER_RE.finditer(_norm(unit.text)))
     if asked == "date" and "几点" in question["norm"]:
         fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
                         for m in _CLOCK_RE.finditer(_norm(unit.text)))
+    elif asked == "date" and "几号" in question["norm"]:  # a day of the month, not a duration
+        fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
+                        for m in _DAY_RE.finditer(_norm(unit.text)))
+    if fillers and question.get("per") and not _carries_rate(unit, str(question.get("per"))):
+        fillers = ()
     subject = question_subject(question)
     weights = weights if weights is not None else subject_weights(subject, vocab)
     bind = subject_binding(subject, unit, weights, specific_term(weights), min_share)
@@ -448,6 +496,11 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if asked in VALUE_SLOTS and fillers:
         fillers = shaped_fillers(fillers, unit, anchors, question.get("bound", ""), question.get("measure", ""))
     quals = qualifier_check(question, unit, dims)
+    if question.get("bound") and asked in VALUE_SLOTS:  # a limit is a number, not 「全额」「立即」
+        fillers = tuple(f for f in fillers if any(ch.isdigit() for ch in f.text))
+    excluded = _scoped_to(unit, question.get("excluded") or [])
+    if excluded:
+        quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})
     reason = ""
     if unit.superseded:
         reason = "superseded"
@@ -465,8 +518,9 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
 def subject_weights(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str, float]:
     """Weight subject terms by their rarity in the knowledge base (IDF over its chunks).
 
-    A term the knowledge base never uses (colloquial wording, a typo) weighs ``UNKNOWN_WEIGHT``:
-    it cannot be bound anywhere, so it must not decide. Without a vocabulary every term weighs 1.
+    A term the knowledge base never uses as a word (colloquial wording, a typo, characters that
+    only meet across two of its words) weighs ``UNKNOWN_WEIGHT``: it cannot be bound anywhere,
+    so it must not decide. Without a vocabulary every term weighs 1.
     """
     import math
 
@@ -475,7 +529,7 @@ def subject_weights(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str,
     n = len(vocab.texts)
     out: dict[str, float] = {}
     for term in terms:
-        df = vocab.document_frequency(term)
+        df = vocab.document_frequency(term) if vocab.uses_word(term) else 0
         kb_idf = max(MIN_WEIGHT, math.log((n + 1) / (df + 0.5)))
         out[term] = kb_idf * _general_specificity(term) if df else UNKNOWN_WEIGHT
     return out
@@ -598,11 +652,28 @@ def question_subject(question: Question) -> list[str]:
     """
     own = [v for vals in question["qualifiers"].values() for v in vals
            if v in question["norm"] and v not in question["subject_terms"]]
-    return list(dict.fromkeys([*question["subject_terms"], *own]))
+    terms = list(dict.fromkeys([*question["subject_terms"], *own]))
+    # A compound of other terms (「白条分期」 beside 「白条」 and 「分期」) would count them twice.
+    return [t for t in terms if not _covered_by_parts(t, [o for o in terms if o != t])]
+
+
+def _covered_by_parts(term: str, others: Sequence[str]) -> bool:
+    """Return True when ``term`` is spelt out entirely by other terms (at least two of them)."""
+    parts = [o for o in others if o in term]
+    if len(parts) < 2:
+        return False
+    covered = [False] * len(term)
+    for part in parts:
+        start = term.find(part)
+        for i in range(start, start + len(part)):
+            covered[i] = True
+    return all(covered)
 
 
 def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str]) -> tuple[Filler, ...]:
     """Return the fillers that share a clause with a found subject term.
+
+    A short leading clause set off by a comma (「签收后24小时内，」) belongs to the clause after it.
 
     A table row is one binding unit (its header names the subject); so is a unit whose last
     heading carries a found term (an FAQ question heading names what its answer is about).
@@ -614,13 +685,23 @@ def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str]) -
     spans = list(zip(bounds, bounds[1:], strict=False))
     keep = []
     for filler in fillers:
-        for start, end in spans:
+        for n, (start, end) in enumerate(spans):
             if start <= filler.start < end:
                 clause = norm[start:end]
+                if _leads(clause) and n + 1 < len(spans):  # 「签收后24小时内，…到账」: one predicate
+                    clause += norm[spans[n + 1][0]:spans[n + 1][1]]
                 if any(_term_present(t, clause) for t in found):
                     keep.append(filler)
                 break
     return tuple(keep)
+
+
+LEADING_CLAUSE_CHARS = 14
+
+
+def _leads(clause: str) -> bool:
+    """Return True for a short clause set off by a comma before its predicate (a time or condition)."""
+    return clause.endswith((",", "，")) and len(clause) <= LEADING_CLAUSE_CHARS
 
 
 _LOWER_BEFORE_RE = re.compile(r"(?:最低|最少|至少|不低于|不少于|满|起步价?|起)\s*$")
@@ -628,6 +709,17 @@ _UPPER_BEFORE_RE = re.compile(r"(?:最高|最多|不超过|不高于|上限|封�
 _LOWER_AFTER_RE = re.compile(r"^\s*(?:起|以上|及以上)")
 _UPPER_AFTER_RE = re.compile(r"^\s*(?:以内|以下|及以下|内|封顶)")
 BOUND_WINDOW = 4  # characters around a value where its bound word stands
+
+
+def _carries_rate(unit: Unit, per: str) -> bool:
+    """Return True when the unit states a value per ``per`` (「/年」「每年」「年费」「单日」).
+
+    A question asking what something costs or allows per year, day or order is not answered
+    by a value stated for another span (a per-order fee for a per-year price).
+    """
+    alts = _PER_UNITS.get(per, per)
+    pattern = rf"(?:每|/|单|(?<![\d.])1|全|当|按)\s*个?\s*(?:{alts})|(?:{alts})(?:费|度|均|限额|累计|上限)"
+    return bool(re.search(pattern, _norm(unit.text + " " + " ".join(unit.context[-1:]))))
 
 
 def _anchored(unit: Unit, anchors: Sequence[str]) -> bool:

@@ -73,7 +73,7 @@ _FORM_WORDS = frozenset("""
 能不能 可不可以 可以 能 能否 是否 是不是 会不会 有没有 要不要 需不需要 为什么 为啥 哪里 哪儿 哪家
 谁 哪 哪个 哪些 有 是 要 会 吗 呗 嘛 哦 还 又 就 都 也 给 把 被 让 用 在 和 与 及 或 或者 一般 大概
 时候 时间 需要 请 帮 帮我 查 查一下 问 问问 告诉 说 一个 现在 目前 另外 还有 以及 顺便 那 那么 如果
-最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没
+最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
 how what when where who why which whom whose does do did is are was were can could will would
 should may might a an the to of for in on at by with my your our their it this that i you we
 me much many long
@@ -82,6 +82,12 @@ _COUNT_WORD_RE = re.compile(r"^(?:几|多少)")
 # jieba tag initials of function words (adverbs, prepositions, conjunctions, particles, pronouns,
 # locality words, numerals, quantifiers, modal particles, interjections): never subject terms.
 _FUNCTION_TAGS = frozenset("dpcurfmqyeo")
+
+
+def _is_function(flag: str) -> bool:
+    """Return True for a function word's tag (a joined run of unknown characters, ``run``, is not one)."""
+    return flag != "run" and flag[:1] in _FUNCTION_TAGS and flag not in ("vn", "nz")
+
 _ORDER_ID_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{1,4}\d{8,}(?![A-Za-z0-9])")
 _PART_SPLIT_RE = re.compile(r"[？?；;]+|[，,。](?=\s*(?:另外|还有|以及|顺便|再问|再就是|and also))")
 _VERSION_RE = re.compile(
@@ -122,6 +128,24 @@ class Vocabulary:
         """Return how many knowledge-base texts (chunks with their headings) contain ``term``."""
         return sum(1 for text in self.texts if term in text)
 
+    def uses_word(self, term: str) -> bool:
+        """Return True when the knowledge base writes ``term`` as a word or a run of whole words.
+
+        「会扣」 occurs inside 「不会扣除」 but starts inside a word there (不会|扣除): the customer's
+        characters only meet across the knowledge base's words. A Latin term or a single character
+        counts when it occurs at all.
+        """
+        if len(term) < 2 or not _HAN_RE.search(term):
+            return self.document_frequency(term) > 0
+        for text in self.texts:
+            start = text.find(term)
+            while start >= 0:
+                edges = _word_edges(text)
+                if start in edges and start + len(term) in edges:
+                    return True
+                start = text.find(term, start + 1)
+        return False
+
     def values(self) -> dict[str, str]:
         """Return every regime value (modifier, and modifier+head) → its dimension's head."""
         out: dict[str, str] = {}
@@ -130,6 +154,18 @@ class Vocabulary:
                 out.setdefault(mod, head)
                 out.setdefault(mod + head, head)
         return out
+
+
+@lru_cache(maxsize=8192)
+def _word_edges(text: str) -> frozenset[int]:
+    """Return the offsets where jieba (with its HMM, shop words loaded) puts a word boundary."""
+    from knowledge.normalize import _tokenizer
+
+    edges, pos = {0}, 0
+    for word in _tokenizer().lcut(text, HMM=True):
+        pos += len(word)
+        edges.add(pos)
+    return frozenset(edges)
 
 
 def _closed_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -181,6 +217,10 @@ def _words(text: str) -> list[tuple[str, str]]:
 # place words, English words and the dictionary's added words ("x"); never numerals or verbs.
 _MODIFIER_TAGS = frozenset({"n", "nz", "eng", "a", "b", "vn", "s", "ns", "nt", "x", "j", "an"})
 _HEAD_TAGS = frozenset({"n", "vn", "nz", "x", "j"})
+# Section numbering of a heading (「2.5 」「三、」「（一）」「第2章 」): not part of what it names.
+_HEADING_NUMBER_RE = re.compile(
+    r"^\s*(?:第?[\d一二三四五六七八九十]+[章节条部分]?[、.．)）]?\s*|[（(][\d一二三四五六七八九十]+[)）]\s*"
+    r"|\d+(?:\.\d+)+\s*)")
 MIN_DIMENSION_VALUES = 2  # a head qualified at least this many different ways is a dimension
 MAX_MODIFIER_CHARS = 6
 
@@ -220,13 +260,13 @@ def build_vocabulary(headings: Iterable[Sequence[str]], texts: Iterable[str] = (
 
     """
     mods: dict[str, set[str]] = {}
-    unique = {str(h) for path in headings for h in path}
+    unique = {_HEADING_NUMBER_RE.sub("", str(h)) for path in headings for h in path}
     for heading in unique:
         pairs = _split_compounds(_tagged(normalize_text(heading)))
         for (mod, mflag), (head, hflag) in zip(pairs, pairs[1:], strict=False):
             if hflag not in _HEAD_TAGS or mflag not in _MODIFIER_TAGS or len(head) < 2:
                 continue
-            if (len(mod) >= 2 and _HAN_RE.search(mod) or mflag == "eng") \
+            if (len(mod) >= 2 and _HAN_RE.search(mod) or mflag == "eng" and not mod.isdigit()) \
                     and len(mod) <= MAX_MODIFIER_CHARS and mod not in _FORM_WORDS:
                 mods.setdefault(head, set()).add(mod)
     dims = {h: m for h, m in mods.items() if len(m) >= MIN_DIMENSION_VALUES}
@@ -383,6 +423,24 @@ def _qualifiers(norm: str, vocab: Vocabulary) -> dict[str, list[str]]:
     return {k: v for k, v in quals.items() if v}
 
 
+_NEGATION_BEFORE_RE = re.compile(r"(?:不是|并非|非|没开通|未开通|不算|不属于)\s*$")
+
+
+def _negated(norm: str, quals: Mapping[str, Sequence[str]]) -> list[str]:
+    """Return the qualifier values the question negates (「我不是Plus」「非跨境商品」).
+
+    A negated value names the regime the question is *not* about: it is neither a qualifier
+    nor a subject term, and evidence scoped to it does not answer.
+    """
+    out = []
+    for values in quals.values():
+        for value in values:
+            start = norm.find(value)
+            if start > 0 and _NEGATION_BEFORE_RE.search(norm[max(0, start - 4):start]):
+                out.append(value)
+    return out
+
+
 def _fact_qualifiers(facts: Sequence[Fact | str] | None) -> dict[str, list[str]]:
     """Return qualifiers from carried-forward facts (``contracts.facts.Fact``).
 
@@ -412,7 +470,7 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
     for word, flag in pairs:
         if word in qual_values or any(word in v and len(word) < len(v) for v in qual_values if v in norm):
             continue
-        if flag[:1] in _FUNCTION_TAGS and flag not in ("vn", "nz"):
+        if _is_function(flag) or word in _BOUND_WORDS:
             continue
         if len(word) >= 2 and not word.isdigit() or flag == "n":
             subject.append(word)
@@ -438,6 +496,18 @@ def question_bound(norm: str) -> Bound:
     return "max" if has_max and not has_min else "min" if has_min and not has_max else ""
 
 
+_PER_RE = re.compile(
+    r"(?:每|单|(?<![\d.])1)\s*个?\s*(年|季度|月|周|星期|天|日)(?![内以前后底初末中里])")
+
+
+def question_per(norm: str, slot: Slot) -> str:
+    """Return the unit of the rate an amount or count question asks (「年」 of 「1年多少钱」), or ``""``."""
+    if slot not in ("amount", "count"):
+        return ""
+    match = _PER_RE.search(norm)
+    return match.group(1) if match else ""
+
+
 def question_measure(norm: str) -> str:
     """Return the classifier a count question counts in (「张」 of 「几张」), ``""`` when none or generic."""
     match = _MEASURE_RE.search(norm)
@@ -454,7 +524,7 @@ def _ask_span(norm: str, slot: Slot) -> tuple[int, int] | None:
 def _is_anchor(word: str, flag: str, taken: set[str]) -> bool:
     return (len(word) >= 2 and bool(_HAN_RE.search(word)) and word not in _FORM_WORDS
             and word not in _BOUND_WORDS and not _COUNT_WORD_RE.match(word) and word not in taken
-            and (flag[:1] not in _FUNCTION_TAGS or flag in ("vn", "nz"))
+            and not _is_function(flag) and flag != "run"
             and not re.fullmatch(rf"\d*(?:{_TIME_UNITS}|{_CLASSIFIERS})|块钱|块|元", word)
             and _general_idf(word) >= MIN_ANCHOR_IDF)
 
@@ -536,10 +606,13 @@ def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,
     if measure and slot == "amount":  # 「要多少分」: counted in a classifier, not money
         slot = "count"
     quals = _qualifiers(bare, vocab)
+    negated = _negated(bare, quals)
+    tokens, subject = _subject_terms(bare, quals)
+    quals = {k: [v for v in vals if v not in negated] for k, vals in quals.items()}
+    quals = {k: v for k, v in quals.items() if v}
     for kind, values in _fact_qualifiers(facts).items():
         quals.setdefault(kind, values)
-    tokens, subject = _subject_terms(bare, quals)
     return Question(text=raw, norm=norm, tokens=tokens, slot=slot, subject_terms=subject,
                     qualifiers=quals, order_ids=list(dict.fromkeys(order_ids)), parts=parts,
                     anchors=question_anchors(first, slot, quals), bound=question_bound(first),
-                    measure=measure)
+                    measure=measure, per=question_per(first, slot), excluded=negated)

@@ -1,0 +1,101 @@
+"""More forms of an answer (issue 8): rates, days of the month, negated qualifiers, limits, words.
+
+Pure functions over hand-made evidence from fields the demo shop does not cover (a library, a
+gym, a bank card); none of these strings comes from an eval case.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from strategies.rules.answerability import Unit, answerability, judge_unit, question_subject
+from strategies.rules.question import _words, analyze_question, build_vocabulary, question_per
+
+
+def _unit(text: str, *context: str) -> Unit:
+    return Unit(id="e@0", evidence_id="e", doc_id="d", text=text, context=tuple(context), chunk_text=text)
+
+
+def _answers(question: str, text: str, *context: str) -> bool:
+    return judge_unit(analyze_question(question), _unit(text, *context)).answers
+
+
+@pytest.mark.parametrize(("question", "per"), [
+    ("健身卡一年多少钱", "年"), ("每个月能借几本", "月"), ("储蓄卡一天最多取多少", "天"),
+    ("一年内坏了能修吗", ""), ("健身卡多少钱", ""), ("每天几点开门", ""),
+])
+def test_the_rate_a_question_asks_for(question, per):
+    q = analyze_question(question)
+    assert question_per(q["norm"], q["slot"]) == per
+    assert q.get("per", "") == per
+
+
+def test_a_value_for_another_span_does_not_answer_a_rate_question():
+    assert _answers("健身卡一年多少钱", "健身卡年费为1200元。", "收费标准")
+    assert _answers("健身卡一年多少钱", "健身卡1200元/年，可分期。", "收费标准")
+    assert not _answers("健身卡一年多少钱", "健身卡单次体验价为50元。", "收费标准")
+
+
+def test_a_day_of_the_month_question_needs_a_day_not_a_duration():
+    assert _answers("借书卡几号续费", "借书卡每月15日续费。", "续费")
+    assert not _answers("借书卡几号续费", "借书卡续费后3个工作日生效。", "续费")
+
+
+def test_a_run_of_unknown_characters_stays_a_subject_term():
+    # jieba (no HMM) leaves a coinage such as 「催审」 as single characters; joined (tag ``run``)
+    # they are the thing asked about, not a pronoun (tag initial ``r``).
+    assert ("催审", "run") in _words("提了催审你们多久回复")
+    q = analyze_question("提了催审你们多久回复")
+    assert "催审" in q["subject_terms"]
+    assert "催审" not in q["anchors"]  # a coinage the KB may word differently never anchors
+
+
+@pytest.mark.parametrize("word", ["最晚", "最多", "最少"])
+def test_bound_words_are_never_subject_terms(word):
+    assert word not in analyze_question(f"会员卡{word}多久激活")["subject_terms"]
+
+
+def test_a_one_character_term_binds_only_as_a_word():
+    # 「税」 stands in 「综合税」 and 「税率」, not inside 「保税仓」.
+    q = analyze_question("进口商品要交多少税")
+    text_without = "进口商品由保税仓发货，满88元包邮。"
+    text_with = "进口商品需缴纳综合税，税率为9.1%。"
+    gate = answerability(q, [{"id": "a", "text": text_without, "title": "进口商品"},
+                             {"id": "b", "text": text_with, "title": "进口商品"}])
+    assert gate.evidence_ids() == ["b"]
+
+
+def test_a_negated_qualifier_is_excluded_not_asked():
+    vocab = build_vocabulary([["会员说明", "金卡会员"], ["会员说明", "银卡会员"]])
+    q = analyze_question("我不是金卡会员，借书押金多少", vocab=vocab)
+    assert "金卡会员" in q.get("excluded", [])
+    assert "金卡会员" not in q["qualifiers"].get("tier", [])
+    assert "金卡会员" not in question_subject(q)
+    scoped = _unit("金卡会员借书押金为0元。", "会员说明")
+    general = _unit("借书押金为100元。", "会员说明")
+    assert not judge_unit(q, scoped, vocab=vocab).answers
+    assert judge_unit(q, general, vocab=vocab).answers
+
+
+def test_a_negated_action_is_not_a_negated_qualifier():
+    q = analyze_question("办卡时没开发票，之后还能补开吗")
+    assert q.get("excluded", []) == []
+
+
+def test_a_limit_question_needs_a_number():
+    assert not _answers("储蓄卡取现最高多少", "储蓄卡取现全额免手续费。", "取现")
+    assert _answers("储蓄卡取现最高多少", "储蓄卡取现单笔最高5000元。", "取现")
+
+
+def test_a_compound_qualifier_is_not_counted_twice():
+    vocab = build_vocabulary([["付款", "信用卡分期"], ["付款", "花呗分期"]])
+    q = analyze_question("信用卡分期有手续费吗", vocab=vocab)
+    subject = question_subject(q)
+    assert not ("信用卡分期" in subject and "信用卡" in subject and "分期" in subject)
+
+
+def test_heading_numbers_are_not_regime_values():
+    vocab = build_vocabulary([["手册", "2.5 进口商品"], ["手册", "3.1 国产商品"], ["手册", "4.2 进口商品退货"]])
+    values = {v for mods in vocab.dimensions.values() for v in mods}
+    assert not any(v.replace(".", "").isdigit() for v in values)
+    assert {"进口", "国产"} <= vocab.dimensions.get("商品", frozenset())
