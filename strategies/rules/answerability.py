@@ -414,8 +414,13 @@ def qualifier_check(question: Question, unit: Unit,
     conflicts: dict[str, list[str]] = {}
     absent: dict[str, list[str]] = {}
     strict_regime = [v for v in question["qualifiers"].get("regime", []) if _is_compound_regime(v, dims)]
+    body = _norm(unit.text)
     for kind, values in question["qualifiers"].items():
         hit = [v for v in values if _term_present(v, near)]
+        own = [o for o in _other_values(kind, question, dims) if len(o) >= 2 and o.lower() in body]
+        if kind in ATTRIBUTION_KINDS and own and not any(_term_present(v, body) for v in values):
+            conflicts[kind] = own  # the unit itself names another regime; a title listing all does not help
+            continue
         if hit:
             matched[kind] = hit
             continue
@@ -455,6 +460,29 @@ def _is_list_item(unit: Unit) -> bool:
     return len(text) <= LIST_ITEM_CHARS and not _YESNO_RE.search(text) and not _STATEMENT_RE.search(text)
 
 
+# Classifiers that name one of several parallel alternatives (a table's 3期/6期/12期 rows), not a
+# quantity to compare against a threshold (元, 天: 「买了50元」 is checked against 「满99元」).
+_ALTERNATIVE_RE = re.compile(r"(?<![\d.])(\d+)\s*(期|档|级|星|代)(?![\u4e00-\u9fff]{0,1}(?:以上|以下|以内))")
+
+
+def _other_alternative(question: Question, unit: Unit) -> list[str]:
+    """Return the unit's own alternative when the question names another (「分18期」 vs a 12期 row).
+
+    A unit that states values of the same kind and not the asked one is about the others
+    (a row of another alternative, a sentence listing the ones offered).
+    """
+    asked = {(m.group(2), m.group(1)) for m in _ALTERNATIVE_RE.finditer(question["norm"])}
+    if not asked:
+        return []
+    stated = {(m.group(2), m.group(1)) for m in _ALTERNATIVE_RE.finditer(_norm(unit.text))}
+    out = []
+    for cls, value in asked:
+        mine = {v for c, v in stated if c == cls}
+        if mine and value not in mine:
+            out.append(f"{min(mine)}{cls}")
+    return out
+
+
 def _scoped_to(unit: Unit, values: Sequence[str]) -> list[str]:
     """Return the ``values`` the unit is scoped to: named in its headings or its first clause."""
     if not values:
@@ -485,8 +513,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     elif asked == "date" and "几号" in question["norm"]:  # a day of the month, not a duration
         fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
                         for m in _DAY_RE.finditer(_norm(unit.text)))
-    if fillers and question.get("per") and not _carries_rate(unit, str(question.get("per"))):
-        fillers = ()
+    if fillers and question.get("per"):
+        fillers = _rated(fillers, unit, str(question.get("per")))
     subject = question_subject(question)
     weights = weights if weights is not None else subject_weights(subject, vocab)
     bind = subject_binding(subject, unit, weights, specific_term(weights), min_share)
@@ -498,13 +526,13 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     quals = qualifier_check(question, unit, dims)
     if question.get("bound") and asked in VALUE_SLOTS:  # a limit is a number, not 「全额」「立即」
         fillers = tuple(f for f in fillers if any(ch.isdigit() for ch in f.text))
-    excluded = _scoped_to(unit, question.get("excluded") or [])
+    excluded = _scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
     if excluded:
         quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})
     reason = ""
     if unit.superseded:
         reason = "superseded"
-    elif asked == "none" and anchors and not _anchored(unit, anchors):
+    elif asked in ("none", "yesno") and anchors and not _anchored(unit, anchors):
         reason = "anchor absent"
     elif not fillers:
         reason = f"no {asked} filler"
@@ -711,15 +739,23 @@ _UPPER_AFTER_RE = re.compile(r"^\s*(?:以内|以下|及以下|内|封顶)")
 BOUND_WINDOW = 4  # characters around a value where its bound word stands
 
 
-def _carries_rate(unit: Unit, per: str) -> bool:
-    """Return True when the unit states a value per ``per`` (「/年」「每年」「年费」「单日」).
+RATE_WINDOW = 12  # characters around a value where its span (「每年」「/年」) stands
 
-    A question asking what something costs or allows per year, day or order is not answered
-    by a value stated for another span (a per-order fee for a per-year price).
+
+def _rated(fillers: Sequence[Filler], unit: Unit, per: str) -> tuple[Filler, ...]:
+    """Return the fillers stated per ``per`` (「/年」「每年」「年费」「单日」 next to the value).
+
+    A question asking what something costs or allows per year or day is not answered by a
+    value stated for another span (a per-purchase rate for a per-year limit). The span may
+    also stand in the unit's own heading (「每日限额」 over its values).
     """
     alts = _PER_UNITS.get(per, per)
-    pattern = rf"(?:每|/|单|(?<![\d.])1|全|当|按)\s*个?\s*(?:{alts})|(?:{alts})(?:费|度|均|限额|累计|上限)"
-    return bool(re.search(pattern, _norm(unit.text + " " + " ".join(unit.context[-1:]))))
+    pattern = re.compile(rf"(?:每|/|单|(?<![\d.])1|全|当|按)\s*个?\s*(?:{alts})|(?:{alts})(?:费|度|均|限额|累计|上限)")
+    if unit.context and pattern.search(_norm(unit.context[-1])):
+        return tuple(fillers)
+    norm = _norm(unit.text)
+    return tuple(f for f in fillers
+                 if pattern.search(norm[max(0, f.start - RATE_WINDOW):f.end + RATE_WINDOW]))
 
 
 def _anchored(unit: Unit, anchors: Sequence[str]) -> bool:

@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 # Each slot: interrogative patterns over the normalised question (numerals already digits).
 _CLASSIFIERS = "个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|折"
 _TIME_UNITS = "天|日|工作日|个工作日|小时|个小时|分钟|周|星期|个月|月|年"
-_MONEY = "钱|元|块|费|价|金额|运费|邮费|手续费|利息|年费|押金|定金|尾款|补贴|赔偿|退款金额"
+_MONEY = "费率|利率|税率|汇率|钱|元|块|费|价|金额|运费|邮费|手续费|利息|年费|押金|定金|尾款|补贴|赔偿|退款金额"
 _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
     ("reason", re.compile(r"为什么|为啥|为何|什么原因|怎么回事|原因是|\bwhy\b")),
     ("duration", re.compile(

@@ -99,3 +99,33 @@ def test_heading_numbers_are_not_regime_values():
     values = {v for mods in vocab.dimensions.values() for v in mods}
     assert not any(v.replace(".", "").isdigit() for v in values)
     assert {"进口", "国产"} <= vocab.dimensions.get("商品", frozenset())
+
+
+def test_a_rate_must_stand_next_to_the_value():
+    # 「年费」 elsewhere in the unit does not make a per-purchase value a per-year one.
+    assert not _answers("借书积分一年最多能换多少", "每借1本书积1分，年费：普通卡30元。", "积分")
+    assert _answers("借书积分一年最多能换多少", "借书积分每年最多兑换500分。", "积分")
+
+
+def test_a_question_naming_one_alternative_is_not_answered_by_another():
+    assert not _answers("分24期每期手续费多少", "分12期每期手续费为0.6%。", "分期费率")
+    assert _answers("分24期每期手续费多少", "分24期每期手续费为0.5%。", "分期费率")
+
+
+@pytest.mark.parametrize("question", ["分期费率多少", "贷款利率是多少"])
+def test_a_rate_question_asks_an_amount(question):
+    assert analyze_question(question)["slot"] == "amount"
+
+
+def test_a_yes_no_answer_must_carry_the_asked_predicate():
+    q = analyze_question("图书馆的自习室要付押金吗")
+    assert q["anchors"] == ["押金"]
+    assert not judge_unit(q, _unit("图书馆的自习室可免费使用储物柜。", "自习室")).answers
+    assert judge_unit(q, _unit("图书馆的自习室无需押金，凭卡进入。", "自习室")).answers
+
+
+def test_a_unit_naming_another_regime_is_not_saved_by_a_title_listing_all():
+    vocab = build_vocabulary([["卡片", "金卡会员"], ["卡片", "银卡会员"], ["卡片", "金卡会员、银卡会员"]])
+    q = analyze_question("金卡会员借书押金多少", vocab=vocab)
+    unit = _unit("银卡会员借书押金为50元。", "金卡会员与银卡会员权益")
+    assert not judge_unit(q, unit, vocab=vocab).answers
