@@ -547,7 +547,7 @@ def subject_weights(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str,
     """Weight subject terms by their rarity in the knowledge base (IDF over its chunks).
 
     A term the knowledge base never uses as a word (colloquial wording, a typo, characters that
-    only meet across two of its words) weighs ``UNKNOWN_WEIGHT``: it cannot be bound anywhere,
+    only meet across two of its words), or a vague everyday word (「东西」), weighs ``UNKNOWN_WEIGHT``: it cannot be bound anywhere,
     so it must not decide. Without a vocabulary every term weighs 1.
     """
     import math
@@ -557,10 +557,18 @@ def subject_weights(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str,
     n = len(vocab.texts)
     out: dict[str, float] = {}
     for term in terms:
-        df = vocab.document_frequency(term) if vocab.uses_word(term) else 0
+        df = vocab.document_frequency(term) if vocab.uses_word(term) and not _vague(term) else 0
         kb_idf = max(MIN_WEIGHT, math.log((n + 1) / (df + 0.5)))
         out[term] = kb_idf * _general_specificity(term) if df else UNKNOWN_WEIGHT
     return out
+
+
+EVERYDAY_IDF = 5.0  # jieba IDF below which a word is vague in any text (「东西」「问题」「时间」「影响」)
+
+
+def _vague(term: str) -> bool:
+    """Return True for a word so common in Chinese that it names nothing in particular."""
+    return bool(_HAN_RE.search(term)) and _general_idf(term) < EVERYDAY_IDF
 
 
 def _general_specificity(term: str) -> float:
@@ -793,6 +801,19 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
     return tuple(keep)
 
 
+def _says_nothing_specific(question: Question, vocab: Vocabulary | None) -> bool:
+    """Return True when every own subject term is vague or unknown and no anchor is left.
+
+    「…会有影响吗」 names only a qualifier and a vague word: whatever unit carries the qualifier
+    would bind, so nothing can be said to answer it.
+    """
+    terms = question["subject_terms"]
+    if vocab is None or not terms or question.get("anchors"):
+        return False
+    weights = subject_weights(terms, vocab)
+    return all(weights.get(t, 1.0) <= UNKNOWN_WEIGHT for t in terms)
+
+
 def _judge_units(question: Question, units: Sequence[Unit], vocab: Vocabulary | None,
                  weights: Mapping[str, float] | None, *, check_unknown: bool,
                  min_share: float = MIN_SUBJECT_SHARE) -> list[UnitVerdict]:
@@ -801,6 +822,9 @@ def _judge_units(question: Question, units: Sequence[Unit], vocab: Vocabulary | 
     if unknown:
         empty = Binding(0.0, (), tuple(unknown), False)
         return [UnitVerdict(u, False, (), empty, QualifierCheck(), f"unknown term {unknown[0]}") for u in units]
+    if _says_nothing_specific(question, vocab):
+        empty = Binding(0.0, (), tuple(question["subject_terms"]), False)
+        return [UnitVerdict(u, False, (), empty, QualifierCheck(), "vague subject") for u in units]
     return [judge_unit(question, u, vocab=vocab, weights=weights, min_share=min_share) for u in units]
 
 

@@ -129,3 +129,28 @@ def test_a_unit_naming_another_regime_is_not_saved_by_a_title_listing_all():
     q = analyze_question("金卡会员借书押金多少", vocab=vocab)
     unit = _unit("银卡会员借书押金为50元。", "金卡会员与银卡会员权益")
     assert not judge_unit(q, unit, vocab=vocab).answers
+
+
+def test_vague_everyday_words_do_not_decide_the_binding():
+    from strategies.rules.answerability import UNKNOWN_WEIGHT, subject_weights
+
+    vocab = build_vocabulary([["借阅规则"]], ["借阅规则 借书的东西请爱护，每人最多借5本书", "借阅规则 逾期每天收0.1元"])
+    weights = subject_weights(["东西", "借书"], vocab)
+    assert weights["东西"] == UNKNOWN_WEIGHT
+    assert weights["借书"] > UNKNOWN_WEIGHT
+
+
+def test_characters_that_only_meet_across_words_are_not_a_kb_word():
+    vocab = build_vocabulary([["规则"]], ["规则 逾期不会扣除押金"])
+    assert vocab.document_frequency("会扣") == 1
+    assert not vocab.uses_word("会扣")
+    assert vocab.uses_word("押金")
+
+
+def test_a_question_with_only_vague_words_is_not_answered():
+    vocab = build_vocabulary([["借阅规则"]], ["借阅规则 逾期会影响借阅信用。"])
+    q = analyze_question("经常那样会有影响吗", vocab=vocab)
+    gate = answerability(q, [{"id": "a", "text": "逾期会影响借阅信用，可以按时归还恢复。", "title": "借阅规则"}],
+                         vocab=vocab)
+    assert not gate.answerable
+    assert {v.reason for v in gate.verdicts} == {"vague subject"}
