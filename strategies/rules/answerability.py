@@ -483,6 +483,24 @@ def _other_alternative(question: Question, unit: Unit) -> list[str]:
     return out
 
 
+_LABEL_RE = re.compile(r"^([^，,。；;：:]{2,8})[：:]")
+
+
+def _sibling_label(unit: Unit, found: Sequence[str]) -> list[str]:
+    """Return the unit's label when it names a sibling of a term found only in its headings.
+
+    Under a heading 「次日达与当日达」, a unit labelled 「当日达：…」 is about 当日达: a question
+    on 次日达 found its term in the heading, not in the unit. A sibling shares the term's last
+    character (its head) and differs from it.
+    """
+    match = _LABEL_RE.match(_norm(unit.text))
+    if not match:
+        return []
+    label, body = match.group(1), _norm(unit.text)
+    return [label for t in found if len(t) >= 2 and _HAN_RE.search(t) and not _term_present(t, body)
+            and label != t and t not in label and label[-1] == t[-1]][:1]
+
+
 def _scoped_to(unit: Unit, values: Sequence[str]) -> list[str]:
     """Return the ``values`` the unit is scoped to: named in its headings or its first clause."""
     if not values:
@@ -526,7 +544,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     quals = qualifier_check(question, unit, dims)
     if question.get("bound") and asked in VALUE_SLOTS:  # a limit is a number, not 「全额」「立即」
         fillers = tuple(f for f in fillers if any(ch.isdigit() for ch in f.text))
-    excluded = _scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
+    excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
+                or _sibling_label(unit, bind.found))
     if excluded:
         quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})
     reason = ""

@@ -154,3 +154,12 @@ def test_a_question_with_only_vague_words_is_not_answered():
                          vocab=vocab)
     assert not gate.answerable
     assert {v.reason for v in gate.verdicts} == {"vague subject"}
+
+
+def test_a_unit_labelled_with_a_sibling_of_the_asked_term_does_not_answer():
+    # The heading names both services; the unit's label says which one it is about.
+    q = analyze_question("快洗几点截止送洗")
+    sibling = _unit("慢洗：每天18:00截止送洗，次日取件。", "快洗与慢洗")
+    asked = _unit("快洗：每天20:00截止送洗，当天取件。", "快洗与慢洗")
+    assert not judge_unit(q, sibling).answers
+    assert judge_unit(q, asked).answers
