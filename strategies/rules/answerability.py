@@ -29,7 +29,7 @@ from typing import Any
 from contracts.question import Question, Slot
 from knowledge.gazetteer import province_of
 from knowledge.normalize import normalize_text
-from strategies.rules.question import MIN_ANCHOR_IDF, Vocabulary, _general_idf
+from strategies.rules.question import MIN_ANCHOR_IDF, Vocabulary, _general_idf, word_edges
 
 # --------------------------------------------------------------------------- units
 
@@ -191,6 +191,7 @@ _WEAK_DATE = frozenset({"之前", "之后", "以前", "以后", "起", "前", "�
 _PERSON_TAGS = frozenset({"nr", "nrt", "nrfg", "nt", "nz"})
 
 
+@lru_cache(maxsize=16384)
 def _norm(text: str) -> str:
     text = normalize_text(text)
     text = re.sub(r"(\d)\s*(?:~|～|－|—|–|至|到)\s*(\d)", r"\1-\2", text)
@@ -266,20 +267,14 @@ def _term_present(term: str, text: str) -> bool:
     return False
 
 
-@lru_cache(maxsize=16384)
-def _words_of(text: str) -> tuple[str, ...]:
-    from knowledge.normalize import _tokenizer
-
-    return tuple(_tokenizer().lcut(text, HMM=False))
-
-
 def _char_word_present(char: str, text: str) -> bool:
     """Return True when a one-character term stands in ``text`` as a word or a word's edge.
 
     「税」 is in 「综合税」「税率」 but not in 「保税仓」: a character inside another word is not
-    the word.
+    the word (an occurrence that neither starts nor ends a jieba word, no HMM).
     """
-    return any(w == char or w.startswith(char) or w.endswith(char) for w in _words_of(text))
+    edges = word_edges(text, hmm=False)
+    return any(ch == char and (i in edges or i + 1 in edges) for i, ch in enumerate(text))
 
 
 @lru_cache(maxsize=8192)
@@ -417,14 +412,15 @@ def qualifier_check(question: Question, unit: Unit,
     body = _norm(unit.text)
     for kind, values in question["qualifiers"].items():
         hit = [v for v in values if _term_present(v, near)]
-        own = [o for o in _other_values(kind, question, dims) if len(o) >= 2 and o.lower() in body]
-        if kind in ATTRIBUTION_KINDS and own and not any(_term_present(v, body) for v in values):
+        pool = [o for o in _other_values(kind, question, dims) if len(o) >= 2]
+        own = [o for o in pool if o.lower() in body] if kind in ATTRIBUTION_KINDS else []
+        if own and not any(_term_present(v, body) for v in values):
             conflicts[kind] = own  # the unit itself names another regime; a title listing all does not help
             continue
         if hit:
             matched[kind] = hit
             continue
-        others = [o for o in _other_values(kind, question, dims) if len(o) >= 2 and o.lower() in near]
+        others = [o for o in pool if o.lower() in near]
         if others:
             conflicts[kind] = others
         elif any(_term_present(v, chunk) for v in values) and kind not in STRICT_KINDS:
@@ -542,8 +538,6 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if asked in VALUE_SLOTS and fillers:
         fillers = shaped_fillers(fillers, unit, anchors, question.get("bound", ""), question.get("measure", ""))
     quals = qualifier_check(question, unit, dims)
-    if question.get("bound") and asked in VALUE_SLOTS:  # a limit is a number, not 「全额」「立即」
-        fillers = tuple(f for f in fillers if any(ch.isdigit() for ch in f.text))
     excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
                 or _sibling_label(unit, bind.found))
     if excluded:
@@ -802,7 +796,8 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
       asked slot attaches to;
     - **bounded**: a question asking for an upper bound (「最多」) is not answered by a value the
       evidence states as a lower bound (「最低30元」「满16周岁」), and vice versa;
-    - **measured**: a count in a named classifier (「几张」) needs a value in that classifier.
+    - **measured**: a count in a named classifier (「几张」) needs a value in that classifier;
+    - **numeric**: a bound question needs a number (「全额」「立即」 state no limit).
     """
     if anchors and not _anchored(unit, anchors):
         return ()
@@ -816,11 +811,14 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
         upper = _UPPER_BEFORE_RE.search(before) or _UPPER_AFTER_RE.search(after)
         if (bound == "max" and lower and not upper) or (bound == "min" and upper and not lower):
             continue
+        if bound and not any(ch.isdigit() for ch in filler.text):  # a limit is a number, not 「全额」「立即」
+            continue
         keep.append(filler)
     return tuple(keep)
 
 
-def _says_nothing_specific(question: Question, vocab: Vocabulary | None) -> bool:
+def _says_nothing_specific(question: Question, vocab: Vocabulary | None,
+                           weights: Mapping[str, float] | None = None) -> bool:
     """Return True when every own subject term is vague or unknown and no anchor is left.
 
     「…会有影响吗」 names only a qualifier and a vague word: whatever unit carries the qualifier
@@ -829,7 +827,8 @@ def _says_nothing_specific(question: Question, vocab: Vocabulary | None) -> bool
     terms = question["subject_terms"]
     if vocab is None or not terms or question.get("anchors"):
         return False
-    weights = subject_weights(terms, vocab)
+    if weights is None or any(t not in weights for t in terms):
+        weights = subject_weights(terms, vocab)
     return all(weights.get(t, 1.0) <= UNKNOWN_WEIGHT for t in terms)
 
 
@@ -841,7 +840,7 @@ def _judge_units(question: Question, units: Sequence[Unit], vocab: Vocabulary | 
     if unknown:
         empty = Binding(0.0, (), tuple(unknown), False)
         return [UnitVerdict(u, False, (), empty, QualifierCheck(), f"unknown term {unknown[0]}") for u in units]
-    if _says_nothing_specific(question, vocab):
+    if _says_nothing_specific(question, vocab, weights):
         empty = Binding(0.0, (), tuple(question["subject_terms"]), False)
         return [UnitVerdict(u, False, (), empty, QualifierCheck(), "vague subject") for u in units]
     return [judge_unit(question, u, vocab=vocab, weights=weights, min_share=min_share) for u in units]

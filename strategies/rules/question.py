@@ -139,8 +139,8 @@ class Vocabulary:
             return self.document_frequency(term) > 0
         for text in self.texts:
             start = text.find(term)
+            edges = word_edges(text) if start >= 0 else frozenset()
             while start >= 0:
-                edges = _word_edges(text)
                 if start in edges and start + len(term) in edges:
                     return True
                 start = text.find(term, start + 1)
@@ -156,13 +156,13 @@ class Vocabulary:
         return out
 
 
-@lru_cache(maxsize=8192)
-def _word_edges(text: str) -> frozenset[int]:
-    """Return the offsets where jieba (with its HMM, shop words loaded) puts a word boundary."""
+@lru_cache(maxsize=16384)
+def word_edges(text: str, *, hmm: bool = True) -> frozenset[int]:
+    """Return the offsets where jieba (shop words loaded) puts a word boundary in ``text``."""
     from knowledge.normalize import _tokenizer
 
     edges, pos = {0}, 0
-    for word in _tokenizer().lcut(text, HMM=True):
+    for word in _tokenizer().lcut(text, HMM=hmm):
         pos += len(word)
         edges.add(pos)
     return frozenset(edges)
