@@ -103,6 +103,8 @@ DECLS: tuple[ToolDecl, ...] = (
     ),
     ToolDecl(
         name="order_cancel",
+        # 待付款 / 待发货 are the two states of the shop's order state machine (shop/db.py) from
+        # which an order can be cancelled (shop/tools.py enforces it): the tool's precondition.
         description="取消订单：取消待付款或待发货的订单，已付款项原路退回（需您确认）",
         args=OrderIdArgs,
         write=True,
