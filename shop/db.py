@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,27 @@ def connect(path: str | Path) -> sqlite3.Connection:
     return conn
 
 
+WAL_RETRY_S = 0.05
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL, waiting (bounded) while another process switches it.
+
+    SQLite does not always call the busy handler for a journal-mode change: two processes opening
+    a new file at once can get "database is locked" at once. Retried until ``BUSY_TIMEOUT_S``.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_RETRY_S)
+
+
 def ensure_db(path: str | Path) -> Path:
     """Create the shop database with schema and seed data when it does not exist yet.
 
@@ -109,7 +131,7 @@ def ensure_db(path: str | Path) -> Path:
     try:
         conn = connect(db_path)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(conn)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 if not _is_seeded(conn):
