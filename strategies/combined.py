@@ -4,7 +4,8 @@ Offline (no chat model) every step uses its rules strategy. With a chat model:
 
 - router: :class:`GuardedRouter`: the hard guards (an explicit request for a human, a
   blacklisted domain, a bare yes) are checked before the model, since their verdict would
-  overrule any route it gives (no call is spent on it); otherwise the LLM router decides
+  overrule any route it gives (no call is spent on it), and so is a turn where every route the
+  model could propose is the rules' own or would be overruled; otherwise the LLM router decides
   (:mod:`strategies.llm.router`), and the rules router decides only when the model's route
   contradicts the profile (a refusal of a whitelisted subject, a tool or confirm route for a
   question naming no profile action), when the model is unsure, or when the call fails.
@@ -68,19 +69,18 @@ class GuardedRouter:
     def route(self, turn: Turn) -> RouteDecision:
         """Return the guards' decision, else the primary's, else the fallback's.
 
-        A primary that cannot change the fallback's route (``can_change``: a calibrated model
-        whose only takeable routes are the rules' one) is not asked.
+        A primary that cannot change the fallback's route (``can_change``: every route it could
+        propose is the rules' one or would be overruled) is not asked.
         """
         guarded = guard_decision(turn)
         if guarded is not None:
             return guarded
         ruled: RouteDecision | None = None
         can_change = getattr(self.primary, "can_change", None)
-        if can_change is not None and getattr(self.primary, "calibration", None) is not None:
-            # only a calibrated model may be skipped; the rules route is planned first then
+        if can_change is not None:  # the rules route is planned first, to know what could change it
             ruled = self.fallback.route(turn)
-            if not can_change(ruled):
-                note = f"[LLM router not asked: its calibrated routes cannot change {ruled['route']}]"
+            if not can_change(ruled, turn):
+                note = f"[LLM router not asked: no route it could propose would change {ruled['route']}]"
                 return {**ruled, "boundary_reason": f"{ruled.get('boundary_reason', '')} {note}".strip()}
         before = list(getattr(self.primary, "overruled", None) or [])
         try:

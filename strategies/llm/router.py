@@ -2,8 +2,10 @@
 
 Issue 7 (in LLM mode the LLM strategy decides) and issue 10 (never worse than offline) together:
 
-- The model is asked first, for every turn that reaches it (only the hard guards run before it,
-  in :class:`strategies.combined.GuardedRouter`: their verdict would overrule any route).
+- The model is asked for every turn that reaches it whose route it could change (the hard guards
+  run before it, in :class:`strategies.combined.GuardedRouter`: their verdict would overrule any
+  route; and a turn where every route the model could propose would be overruled below, or is
+  the rules' own route, is not sent: :meth:`LLMRouter.can_change`).
 - Its route stands unless it contradicts the profile or the model is unsure; then this router
   returns None and the rules router decides (:func:`overrule_reason`):
   a ``tool``/``confirm`` route for a question that names no profile action (a ``tool``/``confirm``
@@ -145,14 +147,23 @@ class LLMRouter:
         self.calibration = calibration
         self.overruled: list[str] = []  # why recent model routes were not taken (bounded)
 
-    def can_change(self, ruled: RouteDecision) -> bool:
-        """Return False when no route the model may take differs from the rules' ``ruled`` route.
+    def can_change(self, ruled: RouteDecision, turn: Turn | None = None) -> bool:
+        """Return False when no route the model's proposal could be taken for differs from ``ruled``.
 
-        Without a calibration every route may be taken: the model is always asked.
+        The routes that could be taken: the calibrated ones (every route without a calibration),
+        less those :func:`overrule_reason` would overrule whatever the model said: a refusal when
+        the question's own words are on the whitelist, and a ``tool``/``confirm`` route when the
+        rules' decision serves no profile action. Asking then would spend a call on a proposal
+        that cannot be taken; the rules' route is the turn's route either way.
         """
-        if self.calibration is None:
-            return True
-        return bool(self.calibration.takeable() - {ruled["route"]})
+        possible = set(self.calibration.takeable() if self.calibration is not None else ROUTES)
+        possible.discard(ruled["route"])
+        if turn is not None:
+            if keyword_domain(turn.question["text"], turn.profile["whitelist"]) is not None:
+                possible.discard("refuse")
+            if not is_action_route(ruled):
+                possible -= {"tool", "confirm"}
+        return bool(possible)
 
     def route(self, turn: Turn) -> RouteDecision | None:
         """Return the model's route (a tool route with the rules' plan), or None (rules decide)."""

@@ -300,6 +300,37 @@ def test_a_model_that_can_only_agree_with_the_rules_is_not_asked(tmp_path: Any) 
     assert "LLM router not asked" in str(decision["boundary_reason"])
 
 
+def test_a_model_whose_possible_routes_would_all_be_overruled_is_not_asked(tmp_path: Any) -> None:
+    # refuse is calibrated, but never taken for a question whose words are on the whitelist;
+    # tool is calibrated, but never taken for a question that names no profile action
+    thresholds = {"answer": 0.24, "refuse": 0.62, "tool": 0.46}
+    guarded, llm = calibrated(tmp_path, thresholds)  # ScriptExhausted if asked
+    decision = guarded.route(turn("七天无理由退货的运费谁承担？"))
+    assert decision["route"] == "answer" and llm.prompts == []
+    assert "no route it could propose would change answer" in str(decision["boundary_reason"])
+
+
+def test_a_model_that_could_change_the_route_is_still_asked(tmp_path: Any) -> None:
+    thresholds = {"answer": 0.24, "refuse": 0.62, "tool": 0.46}
+    # no whitelist word: a refusal could be taken
+    guarded, llm = calibrated(tmp_path, thresholds,
+                              route_message("refuse", domain="other_platform", route_logprob=math.log(0.9)))
+    assert guarded.route(turn("隔壁那家店的东西值得买吗"))["route"] == "refuse"
+    assert len(llm.prompts) == 1
+    # the rules plan a tool: the model's answer route could be taken
+    guarded, llm = calibrated(tmp_path, thresholds, route_message("answer", route_logprob=math.log(0.9)))
+    assert guarded.route(turn("帮我查一下订单"))["route"] == "answer" and len(llm.prompts) == 1
+
+
+def test_without_a_calibration_a_whitelisted_answer_turn_is_still_asked() -> None:
+    from strategies.combined import GuardedRouter
+    from strategies.rules.router import RulesRouter
+
+    r, llm = router(route_message("clarify", route_logprob=math.log(0.99)))
+    GuardedRouter(r, RulesRouter(RulesToolPlanner())).route(turn("七天无理由退货的运费谁承担？"))
+    assert len(llm.prompts) == 1  # clarify, handoff and chitchat could still be taken
+
+
 def test_a_calibrated_threshold_replaces_the_profiles(tmp_path: Any) -> None:
     # the profile would take a refusal at 0.5; calibrated, 0.97 is needed and 0.9 is overruled
     guarded, llm = calibrated(tmp_path, {"answer": 0.6, "refuse": 0.97},
