@@ -145,9 +145,11 @@ _DATE_RE = re.compile(
     r"|(?:每月|每年|每周|每天)\s*\d*[日号]?|\d{1,2}\s*[日号](?![内以之])|(?:周|星期)[一二三四五六日天1-7]"
     r"|\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}\s*点|上午|下午|凌晨|晚上|中午|节假日|工作日|周末|春节|国庆|元旦"
     r"|当天|当日|次日|隔日|第二天|即时|实时|立即|[月年][底末初]|之前|之后|以前|以后|起|前|后")
+# 「免运费券」「免费卡」 name an instrument: the word 免…费 there states no price and grants nothing.
+_NOT_NAME = r"(?![券卡码])"
 _AMOUNT_RE = re.compile(
     r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\s*(?:万元|元|块|%|折|倍|分钱)|[¥￥]\s*\d+|满\s*\d+\s*减\s*\d+"
-    r"|免费|免收|免除|免[^\s，。；]{0,3}费|不收(?:取)?|无需(?:支付|付费|承担)|0元|全额|原价|差价")
+    rf"|免费{_NOT_NAME}|免收|免除|免[^\s，。；]{{0,3}}费{_NOT_NAME}|不收(?:取)?|无需(?:支付|付费|承担)|0元|全额|原价|差价")
 _CLASSIFIER = r"(?:周岁|岁|个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|箱|包|瓶|名|只|套)"
 _COUNT_RE = re.compile(rf"\d+(?:\.\d+)?(?:\s*-\s*\d+)?\s*[万千]?\s*{_CLASSIFIER}(?!工作日|小时|月|自然日)|不限(?:次数|数量)?|无限|仅限?\s*\d+|最多\s*\d+|\d+\s*以[内上下]")
 _ROLE_RE = re.compile(
@@ -159,13 +161,13 @@ _PLACE_RE = re.compile(
     r"|[\u4e00-\u9fff]{1,8}(?:省|市|县|区|镇|村|街道|路|号|仓|仓库|门店|网点|驿站|快递柜|柜台|服务点|中心|原支付账户|账户)")
 _YESNO_RE = re.compile(
     r"不?可以|不?能够?|不?支持|不?允许|不?需要|无需|无须|不必|必须|须|不得|禁止|仅限|除外|不?适用|不?享受|不?包含"
-    r"|不予|无法|不?提供|不?接受|不?参与|不?计入|有权|免费|不收|均可|一律|不可|可(?=[\u4e00-\u9fff])")
+    rf"|不予|无法|不?提供|不?接受|不?参与|不?计入|有权|免费{_NOT_NAME}|不收|均可|一律|不可|可(?=[\u4e00-\u9fff])")
 # A yes-no question is also answered by what the rule grants, takes or keeps (「赠送5元券」).
 _STATEMENT_RE = re.compile(r"有|没有|不?退还?|返还|赠送|获得|奖励|收取|扣除|不变|保持|自动|另行|视为|按照?")
 _CLOCK_RE = re.compile(r"\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}\s*点(?:半|\d{1,2}分?)?|全天|24小时")
 _DAY_RE = re.compile(r"\d{1,2}\s*[日号](?![内以之])|月[底末初]")
 _PER_UNITS = {"天": "天|日", "日": "天|日", "周": "周|星期", "星期": "周|星期"}
-_CLAUSE_RE = re.compile(r"[，,；;：:。！？!?（）()]")
+_CLAUSE_RE = re.compile(r"[，,；;。！？!?（）()]|(?<!\d)[：:]|[：:](?!\d)")  # not the colon of 23:59
 _PROCEDURE_RE = re.compile(
     r"^\s*(?:\d{1,2}[.、)]|第[一二三四五六七八九十\d]+步|首先|然后|其次|最后|接着|再)|→|->|>"
     r"|进入|点击|选择|提交|填写|上传|拨打|联系|前往|登录|打开|申请|操作|在[^，。]{0,12}(?:页面|页|入口|中)"
@@ -497,6 +499,35 @@ def _sibling_label(unit: Unit, found: Sequence[str]) -> list[str]:
             and label != t and t not in label and label[-1] == t[-1]][:1]
 
 
+_QUESTION_HEADING_RE = re.compile(r"[?？]\s*$")
+# Regime values that name the ordinary case, not a narrower one.
+_DEFAULT_VALUES = frozenset({"普通", "一般", "常规", "标准", "默认", "现行", "常见", "主要"})
+
+
+def _narrower_heading(question: Question, unit: Unit, vocab: Vocabulary | None) -> list[str]:
+    """Return the regime values a unit's question heading names beyond the customer's question.
+
+    A unit under a question heading (an FAQ entry: 「…生鲜满多少包邮？」) answers that
+    question; a regime value it names that the customer's question does not (any value of the
+    knowledge base's dimensions, a tier, a payment method) makes it the answer for that regime
+    only, not for the question as asked.
+    """
+    if vocab is None or not unit.context:
+        return []
+    heading = _norm(unit.context[-1])
+    if not _QUESTION_HEADING_RE.search(heading):
+        return []
+    asked = " ".join([question["norm"], *(str(v).lower() for vals in question["qualifiers"].values() for v in vals)])
+    own = set(vocab.tiers) | set(vocab.payments)
+    text = _norm(unit.text)
+    if any(_term_present(w, text) and _term_present(w, asked) for w in own):
+        return []  # the unit names the customer's own tier or payment: a list under a general heading
+    values = {v for vals in vocab.dimensions.values() for v in vals} | own
+    named = [v for v in values if len(v) >= 2 and not v.startswith(tuple(_DEFAULT_VALUES))
+             and _term_present(v, heading)]
+    return sorted(v for v in named if not any(v in w or w in v for w in named + [v] if _term_present(w, asked)))
+
+
 def _scoped_to(unit: Unit, values: Sequence[str]) -> list[str]:
     """Return the ``values`` the unit is scoped to: named in its headings or its first clause."""
     if not values:
@@ -539,7 +570,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers = shaped_fillers(fillers, unit, anchors, question.get("bound", ""), question.get("measure", ""))
     quals = qualifier_check(question, unit, dims)
     excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
-                or _sibling_label(unit, bind.found))
+                or _sibling_label(unit, bind.found) or _narrower_heading(question, unit, vocab))
     if excluded:
         quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})
     reason = ""
@@ -730,19 +761,37 @@ def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str]) -
     if unit.row or (unit.context and any(_term_present(t, _norm(unit.context[-1])) for t in found)):
         return tuple(fillers)
     norm = _norm(unit.text)
+    return tuple(f for f in fillers if any(_term_present(t, _clause_of(norm, f)) for t in found))
+
+
+def _sibling_clause(clause: str, anchors: Sequence[str]) -> bool:
+    """Return True when ``clause`` names a sibling of an anchor and not the anchor itself.
+
+    Two-character words with the same head and another modifier (上班/下班, 入库/出库, 运费/
+    手续费's 续费) name parallel things; a value stated for one does not answer the other.
+    """
+    edges = word_edges(clause, hmm=False)
+    for anchor in anchors:
+        if len(anchor) != 2 or not _HAN_RE.fullmatch(anchor[-1]) or anchor in clause:
+            continue
+        for i in range(1, len(clause)):
+            if clause[i] == anchor[-1] and clause[i - 1] != anchor[0] and _HAN_RE.match(clause[i - 1]) \
+                    and i - 1 in edges and i + 1 in edges:
+                return True
+    return False
+
+
+def _clause_of(norm: str, filler: Filler, *, join: bool = True) -> str:
+    """Return the clause of ``norm`` holding ``filler`` (``join``: a short leading clause joins the next)."""
     bounds = [0] + [m.end() for m in _CLAUSE_RE.finditer(norm)] + [len(norm) + 1]
     spans = list(zip(bounds, bounds[1:], strict=False))
-    keep = []
-    for filler in fillers:
-        for n, (start, end) in enumerate(spans):
-            if start <= filler.start < end:
-                clause = norm[start:end]
-                if _leads(clause) and n + 1 < len(spans):  # 「签收后24小时内，…到账」: one predicate
-                    clause += norm[spans[n + 1][0]:spans[n + 1][1]]
-                if any(_term_present(t, clause) for t in found):
-                    keep.append(filler)
-                break
-    return tuple(keep)
+    for n, (start, end) in enumerate(spans):
+        if start <= filler.start < end:
+            clause = norm[start:end]
+            if join and _leads(clause) and n + 1 < len(spans):  # 「签收后24小时内，…到账」: one predicate
+                clause += norm[spans[n + 1][0]:spans[n + 1][1]]
+            return clause
+    return ""
 
 
 LEADING_CLAUSE_CHARS = 14
@@ -793,7 +842,8 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
     """Return the fillers that have the shape the question asks for.
 
     - **anchored**: the unit or its headings carry one of the question's anchors, the words the
-      asked slot attaches to;
+      asked slot attaches to; a value whose clause names a sibling of the anchor instead of
+      the anchor (「下班」 for 「上班」) is that sibling's;
     - **bounded**: a question asking for an upper bound (「最多」) is not answered by a value the
       evidence states as a lower bound (「最低30元」「满16周岁」), and vice versa;
     - **measured**: a count in a named classifier (「几张」) needs a value in that classifier;
@@ -802,6 +852,8 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
     if anchors and not _anchored(unit, anchors):
         return ()
     norm = _norm(unit.text)
+    if anchors and not unit.row:  # 「22:00下班…次日上班」: the value is the time of 下班
+        fillers = [f for f in fillers if not _sibling_clause(_clause_of(norm, f, join=False), anchors)]
     keep: list[Filler] = []
     for filler in fillers:
         if measure and not any(m in filler.text for m in _MEASURE_ALIASES.get(measure, (measure,))):

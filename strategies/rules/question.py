@@ -37,13 +37,15 @@ logger = logging.getLogger(__name__)
 _CLASSIFIERS = "个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|折"
 _TIME_UNITS = "天|日|工作日|个工作日|小时|个小时|分钟|周|星期|个月|月|年"
 _MONEY = "费率|利率|税率|汇率|钱|元|块|费|价|金额|运费|邮费|手续费|利息|年费|押金|定金|尾款|补贴|赔偿|退款金额"
+# Adverbs that may stand between a noun and its interrogative (「定金一般是多少」).
+_HEDGES = "一般|大概|大约|通常|一共|总共|现在|目前|大致|具体"
 _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
     ("reason", re.compile(r"为什么|为啥|为何|什么原因|怎么回事|原因是|\bwhy\b")),
     ("duration", re.compile(
         rf"多久|多长时间|多长|几(?:{_TIME_UNITS})|多少(?:{_TIME_UNITS})|要多少时间|时效是"
         r"|\bhow long\b|\bhow many (?:days|hours|weeks|months|years)\b")),
     ("amount", re.compile(
-        rf"多少(?:{_MONEY})|(?:{_MONEY})(?:是|要|收|为)?多少|几(?:块|元|毛)|多贵|价格是|什么价"
+        rf"多少(?:{_MONEY})|(?:{_MONEY})(?:{_HEDGES})?(?:是|要|收|为)?多少|几(?:块|元|毛)|多贵|价格是|什么价"
         rf"|(?:{_MONEY})怎么(?:算|收|计算)|满多少|赔多少|退多少|补多少|怎么收费|收费标准|怎么算(?:钱|运费|费用)"
         r"|\bhow much\b|\bcost\b|\bprice\b|\bfee\b")),
     ("date", re.compile(

@@ -163,3 +163,38 @@ def test_a_unit_labelled_with_a_sibling_of_the_asked_term_does_not_answer():
     asked = _unit("快洗：每天20:00截止送洗，当天取件。", "快洗与慢洗")
     assert not judge_unit(q, sibling).answers
     assert judge_unit(q, asked).answers
+
+
+def test_a_money_noun_asked_with_a_hedge_is_an_amount_question():
+    from strategies.rules.question import asked_slot, normalize_question
+
+    assert asked_slot(normalize_question("办卡押金一般是多少")) == "amount"
+    assert asked_slot(normalize_question("年费大概要多少")) == "amount"
+    assert not _answers("办卡押金一般是多少", "办卡押金需在3天内缴清。", "办卡")
+    assert _answers("办卡押金一般是多少", "办卡押金一般为200元。", "办卡")
+
+
+def test_a_free_word_inside_an_instrument_name_states_no_price():
+    # 「免服务费券」 names a coupon; 「免服务费」 as a predicate states the price (nothing).
+    assert not _answers("保养服务费多少钱", "保养时可使用免服务费券抵扣。", "保养")
+    assert _answers("保养服务费多少钱", "会员保养免服务费。", "保养")
+
+
+def test_a_value_stated_for_a_sibling_of_the_anchor_does_not_answer():
+    # 「闭馆」 and 「开馆」 share their head: a time given for one is not the other's.
+    assert not _answers("阅览室几点开馆", "阅览室21:00闭馆，读者可在次日开馆后取回物品。", "开放时间")
+    assert _answers("阅览室几点开馆", "阅览室每天8:30开馆，21:00闭馆。", "开放时间")
+
+
+def test_a_unit_under_a_question_heading_answers_that_question_only():
+    vocab = build_vocabulary([["借阅", "学生读者"], ["借阅", "成人读者"], ["借阅", "老年读者"]])
+    heading = ("借阅规则", "常见问题", "5.3 学生读者押金多少？")
+    unit = _unit("学生读者押金为50元。", *heading)
+    general = analyze_question("读者押金多少", vocab=vocab)
+    assert "学生" in judge_unit(general, unit, vocab=vocab).qualifiers.conflicts.get("excluded", [])
+    assert not judge_unit(general, unit, vocab=vocab).answers
+    student = analyze_question("学生读者押金多少", vocab=vocab)
+    assert judge_unit(student, unit, vocab=vocab).answers
+    # a heading that is not a question states the section's subject, not a narrower question
+    plain = _unit("读者押金为100元，学生读者押金为50元。", "借阅规则", "押金")
+    assert judge_unit(general, plain, vocab=vocab).answers
