@@ -765,14 +765,16 @@ def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str]) -
 
 
 def _sibling_clause(clause: str, anchors: Sequence[str]) -> bool:
-    """Return True when ``clause`` names a sibling of an anchor and not the anchor itself.
+    """Return True when ``clause`` names a sibling of an anchor and no anchor itself.
 
     Two-character words with the same head and another modifier (上班/下班, 入库/出库, 运费/
     手续费's 续费) name parallel things; a value stated for one does not answer the other.
     """
+    if any(_term_present(a, clause) for a in anchors):
+        return False
     edges = word_edges(clause, hmm=False)
     for anchor in anchors:
-        if len(anchor) != 2 or not _HAN_RE.fullmatch(anchor[-1]) or anchor in clause:
+        if len(anchor) != 2 or not _HAN_RE.fullmatch(anchor[-1]):
             continue
         for i in range(1, len(clause)):
             if clause[i] == anchor[-1] and clause[i - 1] != anchor[0] and _HAN_RE.match(clause[i - 1]) \

@@ -74,7 +74,7 @@ _FORM_WORDS = frozenset("""
 什么 什么时候 啥时候 何时 哪天 哪一天 几号 几点 多久 多长 多长时间 多少 几 几天 怎么 怎样 如何 咋
 能不能 可不可以 可以 能 能否 是否 是不是 会不会 有没有 要不要 需不需要 为什么 为啥 哪里 哪儿 哪家
 谁 哪 哪个 哪些 有 是 要 会 吗 呗 嘛 哦 还 又 就 都 也 给 把 被 让 用 在 和 与 及 或 或者 一般 大概
-时候 时间 需要 请 帮 帮我 查 查一下 问 问问 告诉 说 一个 现在 目前 另外 还有 以及 顺便 那 那么 如果
+时候 时间 需要 才能 才可以 才会 请 帮 帮我 查 查一下 问 问问 告诉 说 一个 现在 目前 另外 还有 以及 顺便 那 那么 如果
 最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
 how what when where who why which whom whose does do did is are was were can could will would
 should may might a an the to of for in on at by with my your our their it this that i you we

@@ -182,8 +182,10 @@ def test_a_free_word_inside_an_instrument_name_states_no_price():
 
 def test_a_value_stated_for_a_sibling_of_the_anchor_does_not_answer():
     # 「闭馆」 and 「开馆」 share their head: a time given for one is not the other's.
-    assert not _answers("阅览室几点开馆", "阅览室21:00闭馆，读者可在次日开馆后取回物品。", "开放时间")
-    assert _answers("阅览室几点开馆", "阅览室每天8:30开馆，21:00闭馆。", "开放时间")
+    assert not _answers("阅览室几点开馆", "每天21:00闭馆，读者可在次日开馆后取回物品。", "阅览室开放时间")
+    assert _answers("阅览室几点开馆", "每天8:30开馆，21:00闭馆。", "阅览室开放时间")
+    # a clause that names an anchor is about it, whatever else shares its head (订单 and 下单)
+    assert _answers("私教课下单后多久不付款会作废", "私教课订单15分钟内未付款自动作废。", "私教课")
 
 
 def test_a_unit_under_a_question_heading_answers_that_question_only():
