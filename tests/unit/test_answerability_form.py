@@ -200,3 +200,10 @@ def test_a_unit_under_a_question_heading_answers_that_question_only():
     # a heading that is not a question states the section's subject, not a narrower question
     plain = _unit("读者押金为100元，学生读者押金为50元。", "借阅规则", "押金")
     assert judge_unit(general, plain, vocab=vocab).answers
+
+
+def test_adverbs_and_classifiers_end_a_run_of_single_characters():
+    # 「1次」「最」「多」 are words jieba knows (classifier, adverb, numeral), not a coinage
+    terms = analyze_question("健身房一次最多约几节课")["subject_terms"]
+    assert not any("最" in t or "次" in t for t in terms)
+    assert "催审" in analyze_question("提了催审你们多久回复")["subject_terms"]  # a coinage still joins
