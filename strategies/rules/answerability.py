@@ -567,7 +567,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers = bound_fillers(fillers, unit, bind.found)
     anchors = [a for a in question.get("anchors") or [] if vocab is None or vocab.document_frequency(a)]
     if asked in VALUE_SLOTS and fillers:
-        fillers = shaped_fillers(fillers, unit, anchors, question.get("bound", ""), question.get("measure", ""))
+        fillers = shaped_fillers(fillers, unit, anchors, question.get("bound", ""), question.get("measure", ""),
+                                 face_values=any(_INSTRUMENT_RE.search(t) for t in [*anchors, *subject]))
     quals = qualifier_check(question, unit, dims)
     excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
                 or _sibling_label(unit, bind.found) or _narrower_heading(question, unit, vocab))
@@ -804,6 +805,9 @@ def _leads(clause: str) -> bool:
     return clause.endswith((",", "，")) and len(clause) <= LEADING_CLAUSE_CHARS
 
 
+# An amount followed by the name of a coupon, card or red packet is that instrument's face value.
+_INSTRUMENT_RE = re.compile(r"券|红包|礼品卡|购物卡|储值卡")
+_FACE_VALUE_RE = re.compile(r"[\u4e00-\u9fff]{0,5}?(?:券|红包|礼品卡|购物卡|储值卡)")
 _LOWER_BEFORE_RE = re.compile(r"(?:最低|最少|至少|不低于|不少于|满|起步价?|起)\s*$")
 _UPPER_BEFORE_RE = re.compile(r"(?:最高|最多|不超过|不高于|上限|封顶|至多)\s*$")
 _LOWER_AFTER_RE = re.compile(r"^\s*(?:起|以上|及以上)")
@@ -840,7 +844,7 @@ _MEASURE_ALIASES = {"分": ("分", "积分"), "积分": ("分", "积分"), "岁"
 
 
 def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str], bound: str,
-                   measure: str) -> tuple[Filler, ...]:
+                   measure: str, *, face_values: bool = False) -> tuple[Filler, ...]:
     """Return the fillers that have the shape the question asks for.
 
     - **anchored**: the unit or its headings carry one of the question's anchors, the words the
@@ -849,7 +853,9 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
     - **bounded**: a question asking for an upper bound (「最多」) is not answered by a value the
       evidence states as a lower bound (「最低30元」「满16周岁」), and vice versa;
     - **measured**: a count in a named classifier (「几张」) needs a value in that classifier;
-    - **numeric**: a bound question needs a number (「全额」「立即」 state no limit).
+    - **numeric**: a bound question needs a number (「全额」「立即」 state no limit);
+    - **not a face value**: an amount naming a coupon's or card's value (「5元无门槛优惠券」) does
+      not answer a question about anything but such an instrument (``face_values``).
     """
     if anchors and not _anchored(unit, anchors):
         return ()
@@ -858,6 +864,8 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
         fillers = [f for f in fillers if not _sibling_clause(_clause_of(norm, f, join=False), anchors)]
     keep: list[Filler] = []
     for filler in fillers:
+        if not face_values and filler.kind == "amount" and _FACE_VALUE_RE.match(norm, filler.end):
+            continue  # 「赠送5元无门槛优惠券」: the coupon's face value, not what was asked
         if measure and not any(m in filler.text for m in _MEASURE_ALIASES.get(measure, (measure,))):
             continue
         before, after = norm[max(0, filler.start - BOUND_WINDOW):filler.start], norm[filler.end:filler.end + 3]

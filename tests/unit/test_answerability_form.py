@@ -207,3 +207,9 @@ def test_adverbs_and_classifiers_end_a_run_of_single_characters():
     terms = analyze_question("健身房一次最多约几节课")["subject_terms"]
     assert not any("最" in t or "次" in t for t in terms)
     assert "催审" in analyze_question("提了催审你们多久回复")["subject_terms"]  # a coinage still joins
+
+
+def test_a_coupons_face_value_answers_only_a_question_about_the_coupon():
+    assert not _answers("私教课迟到扣多少钱", "私教课迟到的，课后赠送一张20元体验券。", "私教课")
+    assert _answers("私教课迟到扣多少钱", "私教课迟到的，扣除课时费50元。", "私教课")
+    assert _answers("体验券面额是多少钱", "课后赠送一张面额20元的体验券。", "体验券")
