@@ -52,7 +52,7 @@ from knowledge.index import (
     read_manifest,
 )
 from knowledge.loaders import Document, Skipped, load_documents
-from knowledge.normalize import bm25_terms, configure_jieba
+from knowledge.normalize import NORMALIZER_VERSION, bm25_terms, configure_jieba
 from knowledge.types import Chunk
 from knowledge.vector import (
     ChromaStore,
@@ -126,6 +126,7 @@ def _settings_key(config: KnowledgeConfig) -> dict[str, Any]:
         "chunk_overlap": config.chunk_overlap,
         "passage_chars": PASSAGE_CHARS,
         "table_chars": TABLE_CHARS,
+        "normalizer": NORMALIZER_VERSION,
     }
 
 
@@ -268,7 +269,7 @@ def ingest_paths(
     manifest = None if reset else read_manifest(index_dir)
     settings = _settings_key(config)
     if manifest is not None and manifest.get("settings") != settings:
-        logger.warning("embedding/chunking settings changed: rebuilding the whole index")
+        logger.warning("index settings changed (embedding, chunking or text normalisation): rebuilding the whole index")
         manifest = None
         reset = True
     index_id = str((manifest or read_manifest(index_dir) or {}).get("index_id") or uuid.uuid4().hex)

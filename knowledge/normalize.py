@@ -17,6 +17,7 @@ import os
 import re
 import threading
 import unicodedata
+from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,11 @@ _COUNTERS = (
     "个工作日|工作日|自然日|小时|分钟|个月|天|日|周|年|月|元|块|件|次|倍|折|期|单|张|台|位|岁|星期|"
     "公斤|千克|斤|克|米|公里|级|项|种|笔|份"
 )
-_CN_NUM_RE = re.compile(rf"([零〇一二两三四五六七八九十百千万]+)(?=(?:{_COUNTERS}))")
+_CN_NUM_RE = re.compile(rf"(?<![\d.])([零〇一二两三四五六七八九十百千万]+)(?=(?:{_COUNTERS}))")
+# 「5万元」「1.5万元」「2千块」: a digit with a Chinese myriad or thousand (not 千克/千米, which are units).
+_DIGIT_MAGNITUDE_RE = re.compile(rf"(\d+(?:\.\d+)?)([万千])(?!克|米)(?=(?:{_COUNTERS}))")
+_MAGNITUDES = {"万": 10000, "千": 1000}
+NORMALIZER_VERSION = 2  # part of the index settings: an index built with another version is rebuilt
 _NUM_UNIT_RE = re.compile(rf"(\d+(?:\.\d+)?)({_COUNTERS}|%)")
 _SPACE_RE = re.compile(r"\s+")
 _TOKEN_OK_RE = re.compile(r"[0-9a-z\u4e00-\u9fff]")
@@ -92,7 +97,11 @@ def _numerals_to_digits(text: str) -> str:
         value = chinese_to_int(match.group(1))
         return str(value) if value is not None else match.group(1)
 
-    return _CN_NUM_RE.sub(repl, text)
+    def scale(match: re.Match[str]) -> str:
+        value = Decimal(match.group(1)) * _MAGNITUDES[match.group(2)]
+        return str(value.quantize(Decimal(1)) if value == value.to_integral_value() else value.normalize())
+
+    return _CN_NUM_RE.sub(repl, _DIGIT_MAGNITUDE_RE.sub(scale, text))
 
 
 def _t2s(text: str) -> str:

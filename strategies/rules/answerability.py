@@ -174,6 +174,8 @@ _PROCEDURE_RE = re.compile(
     r"|寄回|寄出|预约|办理|按照|通过")
 # What a bare 「…是多少」 may ask for: a number, or an address written out (e-mail, web address).
 _IDENTIFIER_RE = re.compile(r"[A-Za-z0-9._+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|(?:https?://|www\.)[^\s，。；]+|\d[\d\-.%:/]*")
+_MONEY_ASKED_RE = re.compile(r"多少钱|几块|几元|多少元|多少块")
+_RATE_FILLER_RE = re.compile(r"[%折倍]$")
 _CLASSIFIED_COUNT_RE = re.compile(rf"(?:几|多少)\s*{_CLASSIFIER}")
 _REASON_RE = re.compile(r"因为|由于|原因|所以|导致|为了|以免|以便|否则|是因|造成|因此|故")
 
@@ -528,6 +530,32 @@ def _narrower_heading(question: Question, unit: Unit, vocab: Vocabulary | None) 
     return sorted(v for v in named if not any(v in w or w in v for w in named + [v] if _term_present(w, asked)))
 
 
+# Morphemes of direction and polarity: a word with one of them and the same other character as
+# a question word names the opposite (境内/境外, 上班/下班, 入库/出库, 线上/线下).
+_OPPOSITES = (("内", "外"), ("上", "下"), ("入", "出"), ("进", "出"), ("前", "后"), ("高", "低"),
+              ("大", "小"), ("新", "旧"), ("长", "短"), ("正", "反"), ("主", "副"), ("收", "付"))
+
+
+def _opposite_terms(terms: Sequence[str], unit: Unit) -> list[str]:
+    """Return the words of the unit that name the opposite of a question term it does not name.
+
+    「境内ATM单笔最高5000元」 does not answer a question about 境外: the unit (or its headings)
+    names 境内 and never 境外.
+    """
+    text = _norm(" ".join([*unit.context, unit.text]))
+    out = []
+    for term in terms:
+        if len(term) != 2 or not _HAN_RE.fullmatch(term[0]) or not _HAN_RE.fullmatch(term[1]) \
+                or _term_present(term, text):
+            continue
+        for a, b in _OPPOSITES:
+            for x, y in ((a, b), (b, a)):
+                flipped = (y + term[1]) if term[0] == x else (term[0] + y) if term[1] == x else ""
+                if flipped and _term_present(flipped, text):
+                    out.append(flipped)
+    return out[:1]
+
+
 def _scoped_to(unit: Unit, values: Sequence[str]) -> list[str]:
     """Return the ``values`` the unit is scoped to: named in its headings or its first clause."""
     if not values:
@@ -558,6 +586,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     elif asked == "date" and "几号" in question["norm"]:  # a day of the month, not a duration
         fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
                         for m in _DAY_RE.finditer(_norm(unit.text)))
+    if asked == "amount" and _MONEY_ASKED_RE.search(question["norm"]):  # 「多少钱」: money, not a rate
+        fillers = tuple(f for f in fillers if not _RATE_FILLER_RE.search(f.text))
     if fillers and question.get("per"):
         fillers = _rated(fillers, unit, str(question.get("per")))
     subject = question_subject(question)
@@ -571,7 +601,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                                  face_values=any(_INSTRUMENT_RE.search(t) for t in [*anchors, *subject]))
     quals = qualifier_check(question, unit, dims)
     excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
-                or _sibling_label(unit, bind.found) or _narrower_heading(question, unit, vocab))
+                or _sibling_label(unit, bind.found) or _narrower_heading(question, unit, vocab)
+                or _opposite_terms(subject, unit))
     if excluded:
         quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})
     reason = ""

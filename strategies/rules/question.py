@@ -198,14 +198,12 @@ def _words(text: str) -> list[tuple[str, str]]:
 
     Without the HMM, jieba leaves words it does not know as single characters (「海」「淘」);
     joined (tag ``run``), they are the term the customer typed rather than noise. A single-
-    character noun (「券」) stays a word of its own; a character the dictionary knows as a
-    function word (an adverb 「最」, a numeral, a classifier 「次」) ends a run.
+    character noun (「券」) stays a word of its own.
     """
     out: list[tuple[str, str]] = []
     run = ""
     for word, flag in _tagged(text):
-        if len(word) == 1 and _HAN_RE.match(word) and word not in _FORM_WORDS and flag != "n" \
-                and flag[:1] not in "dmqpucy":  # adverbs, numerals, classifiers… end a run
+        if len(word) == 1 and _HAN_RE.match(word) and word not in _FORM_WORDS and flag != "n":
             run += word
             continue
         if len(run) >= 2:

@@ -202,14 +202,26 @@ def test_a_unit_under_a_question_heading_answers_that_question_only():
     assert judge_unit(general, plain, vocab=vocab).answers
 
 
-def test_adverbs_and_classifiers_end_a_run_of_single_characters():
-    # 「1次」「最」「多」 are words jieba knows (classifier, adverb, numeral), not a coinage
-    terms = analyze_question("健身房一次最多约几节课")["subject_terms"]
-    assert not any("最" in t or "次" in t for t in terms)
-    assert "催审" in analyze_question("提了催审你们多久回复")["subject_terms"]  # a coinage still joins
-
-
 def test_a_coupons_face_value_answers_only_a_question_about_the_coupon():
     assert not _answers("私教课迟到扣多少钱", "私教课迟到的，课后赠送一张20元体验券。", "私教课")
     assert _answers("私教课迟到扣多少钱", "私教课迟到的，扣除课时费50元。", "私教课")
     assert _answers("体验券面额是多少钱", "课后赠送一张面额20元的体验券。", "体验券")
+
+
+def test_a_unit_naming_the_opposite_of_a_question_word_does_not_answer():
+    # 线上/线下, 入馆/出馆: the same word with the opposite morpheme of direction
+    # 馆外/馆内 are everyday words of this KB; the rarer 自助借还机 decides the binding
+    vocab = build_vocabulary([["借阅", "自助借还"]], ["馆外还书点", "馆内阅读区", "馆外借书", "馆内自习",
+                                                   "馆外活动", "馆内讲座", "自助借还机"])
+    q = analyze_question("馆外自助借还机一次最多借几本", vocab=vocab)
+    inside = _unit("馆内自助借还机一次最多借10本。", "自助借还")
+    outside = _unit("馆外自助借还机一次最多借5本。", "自助借还")
+    assert judge_unit(q, inside, vocab=vocab).qualifiers.conflicts.get("excluded") == ["馆内"]
+    assert not judge_unit(q, inside, vocab=vocab).answers
+    assert judge_unit(q, outside, vocab=vocab).answers
+
+
+def test_a_question_asking_for_money_is_not_answered_by_a_rate():
+    assert not _answers("分期最多能分多少钱", "分期手续费为每期0.6%。", "分期")
+    assert _answers("分期最多能分多少钱", "分期最高可分5000元。", "分期")
+    assert _answers("分期手续费是多少", "分期手续费为每期0.6%。", "分期")  # no money word: a rate answers

@@ -31,6 +31,11 @@ def jieba_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
         ("满一百九十九元包邮", "满199元包邮"),
         ("一起 购买", "一起 购买"),  # 一 not before a counter stays
         ("  多个   空格 ", "多个 空格"),
+        ("单笔最高5万元", "单笔最高50000元"),  # not 「50元」: a digit before 万 scales it
+        ("1.5万元", "15000元"),
+        ("三万元", "30000元"),
+        ("两千块", "2000块"),
+        ("5千克", "5千克"),  # 千克 is a unit, not a thousand
     ],
 )
 def test_normalize_text(raw: str, expected: str) -> None:
