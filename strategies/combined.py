@@ -62,9 +62,13 @@ class GuardedRouter:
     the profile, or unsure); a :class:`StepFailed` is kept as ``llm_error``.
     """
 
-    def __init__(self, primary: Router, fallback: RulesRouter) -> None:
+    def __init__(self, primary: Router, fallback: RulesRouter, probe: RulesRouter | None = None) -> None:
         self.primary = primary
         self.fallback = fallback
+        # The rules' route, to know whether the model could change it, planned without an LLM:
+        # the fallback's planner may be the LLM planner, and a call spent only to decide whether
+        # to make another call is the cost this check is there to save.
+        self.probe = probe or RulesRouter(RulesToolPlanner(), fallback.embedder)
 
     def route(self, turn: Turn) -> RouteDecision:
         """Return the guards' decision, else the primary's, else the fallback's.
@@ -75,21 +79,19 @@ class GuardedRouter:
         guarded = guard_decision(turn)
         if guarded is not None:
             return guarded
-        ruled: RouteDecision | None = None
         can_change = getattr(self.primary, "can_change", None)
-        if can_change is not None:  # the rules route is planned first, to know what could change it
+        if can_change is not None and not can_change(self.probe.route(turn), turn):
             ruled = self.fallback.route(turn)
-            if not can_change(ruled, turn):
-                note = f"[LLM router not asked: no route it could propose would change {ruled['route']}]"
-                return {**ruled, "boundary_reason": f"{ruled.get('boundary_reason', '')} {note}".strip()}
+            note = f"[LLM router not asked: no route it could propose would change {ruled['route']}]"
+            return {**ruled, "boundary_reason": f"{ruled.get('boundary_reason', '')} {note}".strip()}
         before = list(getattr(self.primary, "overruled", None) or [])
         try:
             decision = self.primary.route(turn)
         except StepFailed as failed:
-            return {**(ruled or self.fallback.route(turn)), "llm_error": failed.reason}
+            return {**self.fallback.route(turn), "llm_error": failed.reason}
         if decision is not None:
             return decision
-        ruled = ruled or self.fallback.route(turn)
+        ruled = self.fallback.route(turn)
         overruled = list(getattr(self.primary, "overruled", None) or [])
         if overruled != before:  # the model's proposal and why it was not taken: in the trace
             ruled = {**ruled, "boundary_reason": f"{ruled.get('boundary_reason', '')}"

@@ -144,3 +144,37 @@ def test_through_the_graph_the_model_plans_and_the_node_runs_the_checked_call(tm
     assert chat.status == "answered" and "中通快递" in chat.answer
     assert any("was not given by the customer" in o for o in observations(llm))
     assert llm.remaining == 0
+
+
+def test_deciding_whether_to_ask_the_router_spends_no_planner_call(tmp_path: Path) -> None:
+    """A calibration whose only takeable route is the rules' own: the router is not asked, and
+    the LLM planner is called once, for the turn's plan, not once more for the check."""
+    import json
+
+    from strategies.combined import GuardedRouter
+    from strategies.llm.router import LLMRouter, RouterCalibration
+    from strategies.rules.profiles import load_profile
+    from strategies.rules.router import RulesRouter
+
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({"model": "m", "thresholds": {"tool": 0.5}}), encoding="utf-8")
+    llm = ScriptedChatModel([calls(("logistics_tracking", {"order_id": "SO2026112500103"}))])
+    planner = FallbackToolPlanner(LLMToolPlanner(llm), RulesToolPlanner())
+    router = GuardedRouter(LLMRouter(llm, planner, calibration=RouterCalibration.load(path)),
+                           RulesRouter(planner))
+    turn = Turn(question=empty_question("订单SO2026112500103的快递到哪了"), profile=load_profile("shop"),
+                tools=SPECS)
+    decision = router.route(turn)
+    assert decision["route"] == "tool" and "LLM router not asked" in decision["boundary_reason"]
+    assert llm.remaining == 0 and len(llm.prompts) == 1  # one planner call; a second would raise
+    # answer is takeable too: the router is asked, proposes tool, and the plan is made once
+    path.write_text(json.dumps({"model": "m", "thresholds": {"tool": 0.5, "answer": 0.5}}), encoding="utf-8")
+    route = json.dumps({"route": "tool", "domain": "orders", "intent": "logistics", "confidence": 0.95,
+                        "reason": "order data"})
+    llm = ScriptedChatModel([route, calls(("logistics_tracking", {"order_id": "SO2026112500103"}))])
+    planner = FallbackToolPlanner(LLMToolPlanner(llm), RulesToolPlanner())
+    router = GuardedRouter(LLMRouter(llm, planner, calibration=RouterCalibration.load(path)),
+                           RulesRouter(planner))
+    decision = router.route(turn)
+    assert decision["route"] == "tool" and decision["tool_plan"][0]["name"] == "logistics_tracking"
+    assert llm.remaining == 0 and len(llm.prompts) == 2  # the router's call and one planner call
