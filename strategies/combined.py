@@ -67,8 +67,9 @@ class GuardedRouter:
         self.fallback = fallback
         # The rules' route, to know whether the model could change it, planned without an LLM:
         # the fallback's planner may be the LLM planner, and a call spent only to decide whether
-        # to make another call is the cost this check is there to save.
-        self.probe = probe or RulesRouter(RulesToolPlanner(), fallback.embedder)
+        # to make another call is the cost this check is there to save. No embedder either: the
+        # nearest intent example only labels an ``answer`` route's domain, never changes the route.
+        self.probe = probe or RulesRouter(RulesToolPlanner())
 
     def route(self, turn: Turn) -> RouteDecision:
         """Return the guards' decision, else the primary's, else the fallback's.

@@ -497,8 +497,15 @@ def _sibling_label(unit: Unit, found: Sequence[str]) -> list[str]:
     if not match:
         return []
     label, body = match.group(1), _norm(unit.text)
-    return [label for t in found if len(t) >= 2 and _HAN_RE.search(t) and not _term_present(t, body)
-            and label != t and t not in label and label[-1] == t[-1]][:1]
+    return [label for t in found if _HAN_RE.search(t) and not _term_present(t, body) and _is_sibling(label, t)][:1]
+
+
+def _is_sibling(word: str, term: str) -> bool:
+    """Return True when ``word`` names a sibling of ``term``.
+
+    A sibling has the same head (last character) and another modifier (次日达/当日达, 上班/下班).
+    """
+    return len(term) >= 2 and word != term and term not in word and word[-1] == term[-1]
 
 
 _QUESTION_HEADING_RE = re.compile(r"[?？]\s*$")
@@ -509,7 +516,7 @@ _DEFAULT_VALUES = frozenset({"普通", "一般", "常规", "标准", "默认", "
 def _narrower_heading(question: Question, unit: Unit, vocab: Vocabulary | None) -> list[str]:
     """Return the regime values a unit's question heading names beyond the customer's question.
 
-    A unit under a question heading (an FAQ entry: 「…生鲜满多少包邮？」) answers that
+    A unit under a question heading (an FAQ entry: 「学生读者押金多少？」) answers that
     question; a regime value it names that the customer's question does not (any value of the
     knowledge base's dimensions, a tier, a payment method) makes it the answer for that regime
     only, not for the question as asked.
@@ -520,18 +527,16 @@ def _narrower_heading(question: Question, unit: Unit, vocab: Vocabulary | None) 
     if not _QUESTION_HEADING_RE.search(heading):
         return []
     asked = " ".join([question["norm"], *(str(v).lower() for vals in question["qualifiers"].values() for v in vals)])
-    own = set(vocab.tiers) | set(vocab.payments)
     text = _norm(unit.text)
-    if any(_term_present(w, text) and _term_present(w, asked) for w in own):
+    if any(_term_present(w, text) and _term_present(w, asked) for w in (*vocab.tiers, *vocab.payments)):
         return []  # the unit names the customer's own tier or payment: a list under a general heading
-    values = {v for vals in vocab.dimensions.values() for v in vals} | own
-    named = [v for v in values if len(v) >= 2 and not v.startswith(tuple(_DEFAULT_VALUES))
+    named = [v for v in vocab.regime_values if len(v) >= 2 and not v.startswith(tuple(_DEFAULT_VALUES))
              and _term_present(v, heading)]
     return sorted(v for v in named if not any(v in w or w in v for w in named + [v] if _term_present(w, asked)))
 
 
 # Morphemes of direction and polarity: a word with one of them and the same other character as
-# a question word names the opposite (境内/境外, 上班/下班, 入库/出库, 线上/线下).
+# a question word names the opposite (馆内/馆外, 上班/下班, 入库/出库, 线上/线下).
 _OPPOSITES = (("内", "外"), ("上", "下"), ("入", "出"), ("进", "出"), ("前", "后"), ("高", "低"),
               ("大", "小"), ("新", "旧"), ("长", "短"), ("正", "反"), ("主", "副"), ("收", "付"))
 
@@ -539,8 +544,8 @@ _OPPOSITES = (("内", "外"), ("上", "下"), ("入", "出"), ("进", "出"), ("
 def _opposite_terms(terms: Sequence[str], unit: Unit) -> list[str]:
     """Return the words of the unit that name the opposite of a question term it does not name.
 
-    「境内ATM单笔最高5000元」 does not answer a question about 境外: the unit (or its headings)
-    names 境内 and never 境外.
+    「馆内自助机一次最多借10本」 does not answer a question about 馆外: the unit (or its
+    headings) names 馆内 and never 馆外.
     """
     text = _norm(" ".join([*unit.context, unit.text]))
     out = []
@@ -809,8 +814,8 @@ def _sibling_clause(clause: str, anchors: Sequence[str]) -> bool:
         if len(anchor) != 2 or not _HAN_RE.fullmatch(anchor[-1]):
             continue
         for i in range(1, len(clause)):
-            if clause[i] == anchor[-1] and clause[i - 1] != anchor[0] and _HAN_RE.match(clause[i - 1]) \
-                    and i - 1 in edges and i + 1 in edges:
+            word = clause[i - 1:i + 1]
+            if _is_sibling(word, anchor) and _HAN_RE.match(word[0]) and i - 1 in edges and i + 1 in edges:
                 return True
     return False
 
@@ -837,8 +842,9 @@ def _leads(clause: str) -> bool:
 
 
 # An amount followed by the name of a coupon, card or red packet is that instrument's face value.
-_INSTRUMENT_RE = re.compile(r"券|红包|礼品卡|购物卡|储值卡")
-_FACE_VALUE_RE = re.compile(r"[\u4e00-\u9fff]{0,5}?(?:券|红包|礼品卡|购物卡|储值卡)")
+_INSTRUMENTS = "券|红包|礼品卡|购物卡|储值卡"
+_INSTRUMENT_RE = re.compile(_INSTRUMENTS)
+_FACE_VALUE_RE = re.compile(rf"[\u4e00-\u9fff]{{0,5}}?(?:{_INSTRUMENTS})")
 _LOWER_BEFORE_RE = re.compile(r"(?:最低|最少|至少|不低于|不少于|满|起步价?|起)\s*$")
 _UPPER_BEFORE_RE = re.compile(r"(?:最高|最多|不超过|不高于|上限|封顶|至多)\s*$")
 _LOWER_AFTER_RE = re.compile(r"^\s*(?:起|以上|及以上)")

@@ -22,7 +22,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from contracts.facts import Fact
@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 _CLASSIFIERS = "个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|折"
 _TIME_UNITS = "天|日|工作日|个工作日|小时|个小时|分钟|周|星期|个月|月|年"
 _MONEY = "费率|利率|税率|汇率|钱|元|块|费|价|金额|运费|邮费|手续费|利息|年费|押金|定金|尾款|补贴|赔偿|退款金额"
-# Adverbs that may stand between a noun and its interrogative (「定金一般是多少」).
+# Adverbs that may stand between a noun and its interrogative (「押金一般是多少」).
 _HEDGES = "一般|大概|大约|通常|一共|总共|现在|目前|大致|具体"
 _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
     ("reason", re.compile(r"为什么|为啥|为何|什么原因|怎么回事|原因是|\bwhy\b")),
@@ -125,6 +125,11 @@ class Vocabulary:
     tiers: tuple[str, ...] = ()
     payments: tuple[str, ...] = ()
     texts: tuple[str, ...] = ()
+
+    @cached_property
+    def regime_values(self) -> frozenset[str]:
+        """Return every regime value: the dimensions' modifiers, the tiers and the payment methods."""
+        return frozenset({v for vals in self.dimensions.values() for v in vals} | {*self.tiers, *self.payments})
 
     def document_frequency(self, term: str) -> int:
         """Return how many knowledge-base texts (chunks with their headings) contain ``term``."""
