@@ -14,7 +14,7 @@ from strategies.rules.facts import (
     render_fact,
     user_stated_facts,
 )
-from strategies.rules.question import analyze_question, vocabulary_for
+from strategies.rules.question import analyze_question, respell_question, vocabulary_for
 
 
 def start_turn(state: State, deps: Deps | None = None) -> State:
@@ -36,8 +36,12 @@ def start_turn(state: State, deps: Deps | None = None) -> State:
             known = merge_facts(known, user_stated_facts(message_text(message)))
     facts = relevant_facts(question, known, history)
     vocab = vocabulary_for(deps.retriever) if deps is not None else None  # [answer] KB regime terms
-    analysis = analyze_question(question, [render_fact(f) for f in facts], vocab)
-    analysis["terms"] = question_terms(question)  # the extractive answerer's view, same step
+    rendered = [render_fact(f) for f in facts]
+    analysis = analyze_question(question, rendered, vocab)
+    spelt = respell_question(question, analysis, vocab)  # [answer] 「年废」 → the KB's 「年费」
+    if spelt != question:
+        analysis = analyze_question(spelt, rendered, vocab)
+    analysis["terms"] = question_terms(spelt)  # the extractive answerer's view, same step
     return {
         "question": question, "analysis": analysis, "facts": facts,
         "known_facts": merge_facts(known, user_stated_facts(question)),

@@ -149,6 +149,7 @@ _DATE_RE = re.compile(
 _NOT_NAME = r"(?![券卡码])"
 _AMOUNT_RE = re.compile(
     r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\s*(?:万元|元|块|%|折|倍|分钱)|[¥￥]\s*\d+|满\s*\d+\s*减\s*\d+"
+    r"|[百千万]分之[\d.零〇一二两三四五六七八九十点]+"  # 「万分之三点五」: a rate written in words
     rf"|免费{_NOT_NAME}|免收|免除|免[^\s，。；]{{0,3}}费{_NOT_NAME}|不收(?:取)?|无需(?:支付|付费|承担)|0元|全额|原价|差价")
 _CLASSIFIER = r"(?:周岁|岁|个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|箱|包|瓶|名|只|套)"
 _COUNT_RE = re.compile(rf"\d+(?:\.\d+)?(?:\s*-\s*\d+)?\s*[万千]?\s*{_CLASSIFIER}(?!工作日|小时|月|自然日)|不限(?:次数|数量)?|无限|仅限?\s*\d+|最多\s*\d+|\d+\s*以[内上下]")
@@ -175,7 +176,7 @@ _PROCEDURE_RE = re.compile(
 # What a bare 「…是多少」 may ask for: a number, or an address written out (e-mail, web address).
 _IDENTIFIER_RE = re.compile(r"[A-Za-z0-9._+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|(?:https?://|www\.)[^\s，。；]+|\d[\d\-.%:/]*")
 _MONEY_ASKED_RE = re.compile(r"多少钱|几块|几元|多少元|多少块")
-_RATE_FILLER_RE = re.compile(r"[%折倍]$")
+_RATE_FILLER_RE = re.compile(r"[%折倍]$|分之")
 _CLASSIFIED_COUNT_RE = re.compile(rf"(?:几|多少)\s*{_CLASSIFIER}")
 _REASON_RE = re.compile(r"因为|由于|原因|所以|导致|为了|以免|以便|否则|是因|造成|因此|故")
 
@@ -600,6 +601,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     bind = subject_binding(subject, unit, weights, specific_term(weights), min_share)
     if asked in VALUE_SLOTS and fillers and bind.found:
         fillers = bound_fillers(fillers, unit, bind.found)
+    if asked in VALUE_SLOTS and fillers and unit.row:
+        fillers = _cell_fillers(fillers, unit, subject)
     anchors = [a for a in question.get("anchors") or [] if vocab is None or vocab.document_frequency(a)]
     if asked in VALUE_SLOTS and fillers:
         fillers = shaped_fillers(fillers, unit, anchors, question.get("bound", ""), question.get("measure", ""),
@@ -869,6 +872,43 @@ def _rated(fillers: Sequence[Filler], unit: Unit, per: str) -> tuple[Filler, ...
     norm = _norm(unit.text)
     return tuple(f for f in fillers
                  if pattern.search(norm[max(0, f.start - RATE_WINDOW):f.end + RATE_WINDOW]))
+
+
+_CELL_HEAD_RE = re.compile(r"(?:^|[，,])([^，,：:\d][^，,：:]{0,15}(?<!\d))[：:]")  # not 「22:00」
+
+
+def _row_cells(norm: str) -> list[tuple[str, int, int]]:
+    """Return a rendered table row's cells as (header, value start, value end) offsets."""
+    heads = list(_CELL_HEAD_RE.finditer(norm))
+    ends = [h.start() for h in heads[1:]] + [len(norm)] if heads else []
+    return [(h.group(1), h.end(), end) for h, end in zip(heads, ends, strict=True)]
+
+
+def _cell_fillers(fillers: Sequence[Filler], unit: Unit, terms: Sequence[str]) -> tuple[Filler, ...]:
+    """Return the fillers of a table row that lie in the cells whose header names what was asked.
+
+    In 「渠道：柜台，本行转账：免费，跨行转账：按金额收费」 the 「免费」 is the 本行转账 column's
+    value: a question on 跨行转账 is answered only by the cell under the header naming most of
+    its terms. The first column labels the row (「发货方式：保税仓发货」), and a cell whose value
+    names a term and holds no filler is what the question is about, not what it asks (「处理人：客服主管」 for a
+    question on 主管): their headers do not count, nor does a term the table's headings name (a
+    refund table's every column says 退款). A row whose other headers name none of the terms is
+    left as it is.
+    """
+    cells = _row_cells(_norm(unit.text))
+    heading = _norm(" ".join(unit.context))
+    norm = _norm(unit.text)
+    own = [t for t in terms if (_HAN_RE.search(t) or t.isalpha()) and not _term_present(t, heading)]
+    def holds_subject(a: int, b: int) -> bool:  # names a term and carries no value asked for
+        return any(_term_present(t, norm[a:b]) for t in own) and not any(a <= f.start < b for f in fillers)
+
+    named = [0 if i == 0 or holds_subject(a, b) else sum(_term_present(t, head) for t in own)
+             for i, (head, a, b) in enumerate(cells)]
+    best = max(named, default=0)
+    if best == 0:
+        return tuple(fillers)
+    spans = [(a, b) for (_, a, b), n in zip(cells, named, strict=True) if n == best]
+    return tuple(f for f in fillers if any(a <= f.start and f.end <= b for a, b in spans))
 
 
 def _anchored(unit: Unit, anchors: Sequence[str]) -> bool:

@@ -131,6 +131,15 @@ class Vocabulary:
         """Return every regime value: the dimensions' modifiers, the tiers and the payment methods."""
         return frozenset({v for vals in self.dimensions.values() for v in vals} | {*self.tiers, *self.payments})
 
+    @cached_property
+    def chars_by_sound(self) -> dict[str, frozenset[str]]:
+        """Return toneless pinyin → the knowledge base's own characters read that way."""
+        table: dict[str, set[str]] = {}
+        for char in {c for text in self.texts for c in text if _HAN_RE.match(c)}:
+            for sound in char_sounds(char):
+                table.setdefault(sound, set()).add(char)
+        return {sound: frozenset(chars) for sound, chars in table.items()}
+
     def document_frequency(self, term: str) -> int:
         """Return how many knowledge-base texts (chunks with their headings) contain ``term``."""
         return sum(1 for text in self.texts if term in text)
@@ -153,6 +162,24 @@ class Vocabulary:
                 start = text.find(term, start + 1)
         return False
 
+    def writes_within_word(self, term: str, index: int) -> bool:
+        """Return True when the KB writes ``term`` as whole words, its ``index``-th character inside a longer one.
+
+        「免年费」 (免|年费) has its 「费」 inside 「年费」; 「积分还」 (积分|还) has its 「还」 as a
+        word of its own, so a customer's 「积分换」 is not a misspelt 「积分还」.
+        """
+        for text in self.texts:
+            start = text.find(term)
+            edges = sorted(word_edges(text)) if start >= 0 else []
+            while start >= 0:
+                end, at = start + len(term), start + index
+                left = max(e for e in edges if e <= at)
+                right = min(e for e in edges if e > at)
+                if start in edges and end in edges and start <= left and right <= end and right - left >= 2:
+                    return True
+                start = text.find(term, start + 1)
+        return False
+
     def values(self) -> dict[str, str]:
         """Return every regime value (modifier, and modifier+head) → its dimension's head."""
         out: dict[str, str] = {}
@@ -161,6 +188,26 @@ class Vocabulary:
                 out.setdefault(mod, head)
                 out.setdefault(mod + head, head)
         return out
+
+
+@lru_cache(maxsize=1)
+def _pinyin_table() -> dict[str, list[str]]:
+    import jionlp  # noqa: PLC0415 - heavy; loaded on the first repair only
+
+    table: dict[str, list[str]] = jionlp.pinyin_char_loader()
+    return table
+
+
+@lru_cache(maxsize=8192)
+def char_sounds(char: str) -> frozenset[str]:
+    """Return the toneless pinyin readings of one character (jionlp's table; empty if unknown)."""
+    import unicodedata  # noqa: PLC0415
+
+    out = set()
+    for reading in _pinyin_table().get(char, ()):
+        spelt = unicodedata.normalize("NFD", reading).replace("u\u0308", "v")  # ü is not u
+        out.add("".join(c for c in spelt if not unicodedata.combining(c)).lower())
+    return frozenset(out)
 
 
 @lru_cache(maxsize=16384)
@@ -484,6 +531,83 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
     return tokens, list(dict.fromkeys(subject))
 
 
+# Grammatical characters a segmenter glues to a neighbour (modal verbs, adverbs, prepositions,
+# particles); a content character such as 「钱」 is not one.
+_GRAMMAR_CHARS = frozenset("要会能可在给把被让和与还又就都也不没是有的了吗呢吧啊呀么")
+_MEASURE_CHAR_RE = re.compile(rf"(?:{_CLASSIFIERS}|{_TIME_UNITS}|块|元)")
+_NUMERAL_BEFORE_RE = re.compile(r"(?:\d|[一二两三四五六七八九十几])$")
+MAX_JOIN = 2  # characters of the neighbouring text a mended word may take
+
+
+def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None) -> dict[str, str]:
+    """Return {term: replacement ("" drops it)} for words that only the segmenter made up.
+
+    jieba cuts 「退2次货」 into 「次货」 and 「旧机要在」 into 「机要」: words of its dictionary
+    that the knowledge base never uses, while another cut gives a number with its measure word
+    (「2次」) or a knowledge-base word beside a form character (「旧机」 + 「要」). Such a word
+    names nothing the customer asked about, so it must not count as an unknown subject. A word
+    the knowledge base never uses and that no other cut explains stays as it is.
+    """
+    if vocab is None or not vocab.texts:
+        return {}
+    out: dict[str, str] = {}
+    for term in terms:
+        start = norm.find(term)
+        if len(term) != 2 or start < 0 or not all(_HAN_RE.match(c) for c in term) or vocab.document_frequency(term):
+            continue
+        if _MEASURE_CHAR_RE.fullmatch(term[0]) and _NUMERAL_BEFORE_RE.search(norm[:start]):
+            out[term] = ""  # 「2次货」: the number's measure word and a stray character
+        elif term[1] in _GRAMMAR_CHARS:  # 「旧机要」: a word ending before a form character
+            joined = [norm[start - k:start + 1] for k in range(MAX_JOIN, 0, -1) if start - k >= 0]
+            out[term] = next((w for w in joined if vocab.document_frequency(w)), "")
+        elif term[0] in _GRAMMAR_CHARS:  # 「会过期」 cut as 「会过」: a form character before a word
+            end = start + 2
+            joined = [norm[start + 1:end + k] for k in range(MAX_JOIN, 0, -1) if end + k <= len(norm)]
+            out[term] = next((w for w in joined if vocab.document_frequency(w)), "")
+    return out
+
+
+def repair_homophones(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str, str]:
+    """Return {term: the knowledge base's word} for terms typed with a wrong character of the same sound.
+
+    A pinyin keyboard offers every character of a syllable: 「年废」 for 年费, 「帐单」 for 账单. A
+    term the knowledge base never uses, that becomes a word it does use when one character is
+    replaced by another read the same way (tones ignored), is that word, provided the replaced
+    character stands inside one of the knowledge base's words there (not a word of its own, as
+    「还」 in 「积分|还」). Only characters the knowledge base writes are tried; of several
+    candidates the most used wins.
+    """
+    if vocab is None or not vocab.texts:
+        return {}
+    out: dict[str, str] = {}
+    for term in terms:
+        if len(term) < 2 or not all(_HAN_RE.match(c) for c in term) or vocab.document_frequency(term):
+            continue
+        found: list[tuple[int, str]] = []
+        for i, char in enumerate(term):
+            for sound in char_sounds(char):
+                for other in vocab.chars_by_sound.get(sound, ()):
+                    candidate = term[:i] + other + term[i + 1:]
+                    if other != char and vocab.writes_within_word(candidate, i):
+                        found.append((vocab.document_frequency(candidate), candidate))
+        if found:
+            out[term] = max(found)[1]
+    return out
+
+
+def respell_question(text: str, question: Question, vocab: Vocabulary | None) -> str:
+    """Return ``text`` with its misspelt subject terms written as the knowledge base writes them.
+
+    The analysis, the rewritten queries and the answer's coverage then all read the word the
+    customer meant (:func:`repair_homophones`); a question with nothing to repair is returned as it is.
+    """
+    for typed, meant in repair_homophones(question["subject_terms"], vocab).items():
+        if typed in text:
+            logger.info("respelled %r as %r (same sound, the knowledge base's word)", typed, meant)
+            text = text.replace(typed, meant)
+    return text
+
+
 # --------------------------------------------------------------------------- what the slot binds to
 
 _MAX_RE = re.compile(r"最多|最高|最大|最长|最晚|最迟|上限|封顶|至多|不超过|\bmax(?:imum)?\b|\bat most\b")
@@ -615,11 +739,14 @@ def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,
     quals = _qualifiers(bare, vocab)
     negated = _negated(bare, quals)
     tokens, subject = _subject_terms(bare, quals)
+    mended = mend_segmentation(bare, subject, vocab)
+    subject = list(dict.fromkeys(mended.get(t, t) for t in subject if mended.get(t, t)))
     quals = {k: [v for v in vals if v not in negated] for k, vals in quals.items()}
     quals = {k: v for k, v in quals.items() if v}
     for kind, values in _fact_qualifiers(facts).items():
         quals.setdefault(kind, values)
     return Question(text=raw, norm=norm, tokens=tokens, slot=slot, subject_terms=subject,
                     qualifiers=quals, order_ids=list(dict.fromkeys(order_ids)), parts=parts,
-                    anchors=question_anchors(first, slot, quals), bound=question_bound(first),
+                    anchors=[mended.get(a, a) for a in question_anchors(first, slot, quals) if mended.get(a, a)],
+                    bound=question_bound(first),
                     measure=measure, per=question_per(first, slot), excluded=negated)

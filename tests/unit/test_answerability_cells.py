@@ -1,0 +1,161 @@
+"""Segmenter artefacts, table cells and rates written in words (issue 8).
+
+Pure functions over hand-made evidence from fields the demo shop does not cover (a gym, a
+library, a bank loan); none of these strings comes from an eval case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from strategies.rules.answerability import (
+    Unit,
+    _cell_fillers,
+    judge_unit,
+    slot_fillers,
+    unknown_terms,
+)
+from strategies.rules.question import (
+    analyze_question,
+    build_vocabulary,
+    mend_segmentation,
+    repair_homophones,
+)
+
+_GYM_TEXTS = [
+    "会员每月可免费上课2次，超出部分每次30元。",
+    "押金退还：退卡时押金原路退回，逾期未领的押金不会过期。",
+    "旧证在换证后15天内交回前台。",
+]
+
+
+@pytest.fixture(scope="module")
+def gym_vocab():
+    return build_vocabulary([["会员手册", "上课次数"], ["会员手册", "押金"], ["借阅证", "换证"]],
+                            [t.lower() for t in _GYM_TEXTS])
+
+
+def _row(text: str, *context: str) -> Unit:
+    return Unit(id="e@0", evidence_id="e", doc_id="d", text=text, context=tuple(context), row=True,
+                chunk_text=text)
+
+
+def _unit(text: str, *context: str) -> Unit:
+    return Unit(id="e@0", evidence_id="e", doc_id="d", text=text, context=tuple(context), chunk_text=text)
+
+
+# --------------------------------------------------------------------------- segmenter artefacts
+
+def test_a_word_made_of_a_form_character_and_a_kb_word_is_not_an_unknown_subject(gym_vocab):
+    # jieba cuts 「不领会过期」 as 不|领会|过期: 「领会」 is its word, not the customer's.
+    q = analyze_question("押金不领会过期吗", [], gym_vocab)
+    assert "领会" not in q["subject_terms"]
+    assert unknown_terms(q, gym_vocab) == []
+    assert {"押金", "过期"} <= set(q["subject_terms"])
+
+
+def test_a_measure_word_after_a_number_is_not_a_subject(gym_vocab):
+    q = analyze_question("我花1块钱能上几次课", [], gym_vocab)
+    assert "块钱" not in q["subject_terms"]
+    assert unknown_terms(q, gym_vocab) == []
+
+
+def test_the_kb_word_before_a_form_character_replaces_the_artefact(gym_vocab):
+    assert mend_segmentation("旧证要在几天内交回", ["证要"], gym_vocab) == {"证要": "旧证"}
+    assert mend_segmentation("退2次课", ["次课"], gym_vocab) == {"次课": ""}
+
+
+def test_a_word_the_kb_never_uses_and_no_other_cut_explains_stays(gym_vocab):
+    assert mend_segmentation("游泳圈能带进去吗", ["游泳圈"], gym_vocab) == {}
+    assert mend_segmentation("第3次上课还收钱吗", ["收钱"], gym_vocab) == {}  # 「钱」 is content
+    assert mend_segmentation("押金不领会过期吗", ["押金"], gym_vocab) == {}  # the KB uses it
+    assert mend_segmentation("押金不领会过期吗", ["领会"], None) == {}  # no KB, nothing to judge by
+
+
+# --------------------------------------------------------------------------- table cells
+
+def test_a_row_value_counts_only_under_the_header_naming_the_asked_term():
+    unit = _row("读者类型：学生，馆内阅览：免费，馆外借阅：每本押金10元", "借阅规则")
+    q = analyze_question("学生馆外借阅押金多少钱")
+    verdict = judge_unit(q, unit)
+    assert verdict.answers
+    assert [f.text for f in verdict.fillers] == ["10元"]
+
+
+def test_a_row_whose_asked_column_holds_no_value_does_not_answer():
+    unit = _row("读者类型：学生，馆内阅览：免费，馆外借阅：按册数分档收费", "借阅规则")
+    assert not judge_unit(analyze_question("学生馆外借阅要多少钱"), unit).answers
+
+
+def test_the_row_label_and_a_cell_naming_the_subject_are_not_the_asked_column():
+    # 「项目：游泳」 labels the row; 「负责人：游泳教练」 names what the question is about, and its
+    # header 「负责人」 shares a word with the question without being what it asks.
+    unit = _row("项目：游泳，负责人：游泳教练，费用：每月300元", "收费标准")
+    fillers = slot_fillers("amount", unit.text)
+    assert _cell_fillers(fillers, unit, ["游泳", "教练", "负责人"]) == tuple(fillers)
+    # A header naming the term over a value is the asked column, even beside such a cell.
+    unit = _row("项目：游泳，负责人：游泳教练，场地费：每月100元，负责人补贴：每月300元", "收费标准")
+    kept = _cell_fillers(slot_fillers("amount", unit.text), unit, ["游泳", "教练", "负责人"])
+    assert [f.text for f in kept] == ["300元"]
+
+
+def test_a_term_every_column_of_the_table_names_does_not_pick_a_cell():
+    unit = _row("卡种：年卡，退卡手续费：200元，退卡到账：7个工作日内", "退卡说明")
+    q = analyze_question("年卡退卡手续费多少")
+    assert [f.text for f in judge_unit(q, unit).fillers] == ["200元"]
+    assert judge_unit(analyze_question("年卡退卡多久到账"), unit).answers
+
+
+def test_a_clock_time_is_not_a_cell_header():
+    unit = _row("场馆：游泳馆，开放时间：工作日，周末9:00-21:00，闭馆：周一", "开放时间")
+    fillers = slot_fillers("date", unit.text)
+    kept = _cell_fillers(fillers, unit, ["游泳馆", "开放"])
+    assert "9:00" in [f.text for f in kept]
+
+
+# --------------------------------------------------------------------------- rates in words
+
+def test_a_rate_written_in_words_answers_a_rate_question_not_a_price_question():
+    text = "贷款逾期的，按日万分之五计收罚息。"
+    assert [f.text for f in slot_fillers("amount", text)] == ["万分之五"]
+    assert judge_unit(analyze_question("贷款逾期罚息是多少"), _unit(text, "贷款须知")).answers
+    assert not judge_unit(analyze_question("贷款逾期罚息多少钱"), _unit(text, "贷款须知")).answers
+
+
+# --------------------------------------------------------------------------- misspelt words
+
+def test_a_term_typed_with_a_character_of_the_same_sound_is_the_kb_word(gym_vocab):
+    # A pinyin keyboard offers 进 for jin: 「押进」 is the KB's 「押金」.
+    assert repair_homophones(["押进"], gym_vocab) == {"押进": "押金"}
+    assert repair_homophones(["押金", "游泳圈"], gym_vocab) == {}  # known, or no word sounds like it
+    assert repair_homophones(["押进"], None) == {}
+
+
+def test_a_character_that_is_a_word_of_its_own_in_the_kb_is_not_a_misspelling():
+    vocab = build_vocabulary([["会员手册", "积分"]], ["会员积分还可兑换课时。"])
+    assert repair_homophones(["积分换"], vocab) == {}  # 积分|还: 「还」 stands alone there
+
+
+def test_the_turn_reads_the_respelt_question_and_keeps_the_customer_words():
+    from types import SimpleNamespace
+
+    from langchain_core.messages import HumanMessage
+
+    from nodes.turn import start_turn
+
+    @dataclass
+    class Chunk:
+        text: str
+        title: str = "会员手册"
+        heading_path: tuple[str, ...] = ("押金",)
+
+    class Retriever:
+        def chunks(self) -> list[Chunk]:
+            return [Chunk(t) for t in _GYM_TEXTS]
+
+    update = start_turn({"messages": [HumanMessage("押进几天能退")]}, deps=SimpleNamespace(retriever=Retriever()))
+    assert update["question"] == "押进几天能退"
+    assert update["analysis"]["text"] == "押金几天能退"
+    assert "押金" in update["analysis"]["subject_terms"]
