@@ -866,7 +866,8 @@ def _rated(fillers: Sequence[Filler], unit: Unit, per: str) -> tuple[Filler, ...
     also stand in the unit's own heading (「每日限额」 over its values).
     """
     alts = _PER_UNITS.get(per, per)
-    pattern = re.compile(rf"(?:每|/|单|(?<![\d.])1|全|当|按)\s*个?\s*(?:{alts})|(?:{alts})(?:费|度|均|限额|累计|上限)")
+    pattern = re.compile(rf"(?:每|/|单|(?<![\d.])1|全|当|按)\s*个?\s*(?:自然|日历)?(?:{alts})"  # 「每个自然年」
+                         rf"|(?:{alts})(?:费|度|均|限额|累计|上限)")
     if unit.context and pattern.search(_norm(unit.context[-1])):
         return tuple(fillers)
     norm = _norm(unit.text)

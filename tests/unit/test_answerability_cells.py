@@ -159,3 +159,10 @@ def test_the_turn_reads_the_respelt_question_and_keeps_the_customer_words():
     assert update["question"] == "押进几天能退"
     assert update["analysis"]["text"] == "押金几天能退"
     assert "押金" in update["analysis"]["subject_terms"]
+
+
+def test_a_natural_year_is_a_year_for_a_per_year_question():
+    text = "会员卡每个自然年可冻结2次，每次最长30天。"
+    assert judge_unit(analyze_question("会员卡一年能冻结几次"), _unit(text, "会员卡冻结")).answers
+    assert not judge_unit(analyze_question("会员卡一年能冻结几次"),
+                          _unit("会员卡每次消费可冻结2次。", "会员卡冻结")).answers
