@@ -29,7 +29,14 @@ from typing import Any
 from contracts.question import Question, Slot
 from knowledge.gazetteer import province_of
 from knowledge.normalize import normalize_text
-from strategies.rules.question import MIN_ANCHOR_IDF, Vocabulary, _general_idf, word_edges
+from strategies.rules.question import (
+    _FORM_WORDS,
+    MIN_ANCHOR_IDF,
+    Vocabulary,
+    _general_idf,
+    _words,
+    word_edges,
+)
 
 # --------------------------------------------------------------------------- units
 
@@ -509,6 +516,51 @@ def _is_sibling(word: str, term: str) -> bool:
     return len(term) >= 2 and word != term and term not in word and word[-1] == term[-1]
 
 
+_CONJUNCTIONS = frozenset({"与", "和", "及", "以及", "、", "跟", "或"})
+_NUMBERING_RE = re.compile(r"^\s*(?:第?[\d一二三四五六七八九十]+[、.．章节条]|\d+(?:\.\d+)+)\s*")
+
+
+def _conjuncts(heading: str) -> list[str]:
+    """Return the coordinated parts of a heading (「预售商品的售后与价保」 → two), numbering left out."""
+    from knowledge.normalize import _tokenizer  # noqa: PLC0415
+
+    parts, current = [], ""
+    for word in _tokenizer().lcut(_NUMBERING_RE.sub("", heading), HMM=False):
+        if word in _CONJUNCTIONS:
+            parts.append(current)
+            current = ""
+        else:
+            current += word
+    return [p for p in [*parts, current] if p.strip()]
+
+
+def _other_conjunct(unit: Unit, found: Sequence[str], asked: Sequence[str]) -> list[str]:
+    """Return the terms the unit carries only through a part of its heading it does not speak to.
+
+    Under 「预售商品的售后与价保」 a unit about 预售商品 (「…限修改1次」) is the first part's: a
+    question on 价保 found its term in the heading's other part, not in the unit. A part the
+    question names too (``asked``: 「余额提现」 under 「余额与提现」) is the question's own.
+    """
+    if not unit.context:
+        return []
+    body = _norm(unit.text)
+    parts = _conjuncts(_norm(unit.context[-1]))
+    if len(parts) < 2:
+        return []
+    out = []
+    for term in found:
+        if _term_present(term, body):
+            continue
+        own = [p for p in parts if _term_present(term, p)]
+        others = [p for p in parts if p not in own]
+        spoken = [w for p in others for w, _ in _words(p) if len(w) >= 2 and w not in _FORM_WORDS
+                  and not any(w in o for o in own) and _term_present(w, body)
+                  and not any(_term_present(w, a) or _term_present(a, w) for a in asked)]
+        if own and spoken:
+            out.append(term)
+    return out[:1]
+
+
 _QUESTION_HEADING_RE = re.compile(r"[?？]\s*$")
 # Regime values that name the ordinary case, not a narrower one.
 _DEFAULT_VALUES = frozenset({"普通", "一般", "常规", "标准", "默认", "现行", "常见", "主要"})
@@ -609,7 +661,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                                  face_values=any(_INSTRUMENT_RE.search(t) for t in [*anchors, *subject]))
     quals = qualifier_check(question, unit, dims)
     excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
-                or _sibling_label(unit, bind.found) or _narrower_heading(question, unit, vocab)
+                or _sibling_label(unit, bind.found) or _other_conjunct(unit, bind.found, subject)
+                or _narrower_heading(question, unit, vocab)
                 or _opposite_terms(subject, unit))
     if excluded:
         quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})

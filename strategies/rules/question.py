@@ -52,7 +52,7 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
         r"什么时候|啥时候|何时|哪天|哪一天|几号|几月|哪年|哪一年|几点|什么时间|哪个月|截止到?哪"
         r"|\bwhen\b|\bwhat (?:date|time|day)\b")),
     ("count", re.compile(
-        rf"几(?:{_CLASSIFIERS}|岁)|多少(?:{_CLASSIFIERS}|岁)|(?:最多|最少|最高|最低|最大|最小|上限|下限|一共|总共)是?(?:能|可以)?[^，。？?]{{0,6}}(?:几|多少)"
+        rf"(?<!哪)几(?:{_CLASSIFIERS}|岁)|多少(?:{_CLASSIFIERS}|岁)|(?:最多|最少|最高|最低|最大|最小|上限|下限|一共|总共)是?(?:能|可以)?[^，。？?]{{0,6}}(?:几|多少)"
         r"|多少\s*[?？]?\s*$|\bhow many\b")),
     ("person_org", re.compile(
         r"谁|哪家|哪个公司|哪位|什么人|什么公司|哪个(?:快递|部门|银行|机构|平台|商家)|由哪"
@@ -80,7 +80,7 @@ how what when where who why which whom whose does do did is are was were can cou
 should may might a an the to of for in on at by with my your our their it this that i you we
 me much many long
 """.split())
-_COUNT_WORD_RE = re.compile(r"^(?:几|多少)")
+_COUNT_WORD_RE = re.compile(r"^(?:几|多少|哪几|哪些)")
 # jieba tag initials of function words (adverbs, prepositions, conjunctions, particles, pronouns,
 # locality words, numerals, quantifiers, modal particles, interjections): never subject terms.
 _FUNCTION_TAGS = frozenset("dpcurfmqyeo")

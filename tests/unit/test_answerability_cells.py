@@ -166,3 +166,27 @@ def test_a_natural_year_is_a_year_for_a_per_year_question():
     assert judge_unit(analyze_question("会员卡一年能冻结几次"), _unit(text, "会员卡冻结")).answers
     assert not judge_unit(analyze_question("会员卡一年能冻结几次"),
                           _unit("会员卡每次消费可冻结2次。", "会员卡冻结")).answers
+
+
+# --------------------------------------------------------------------------- headings and lists
+
+def test_which_ones_asks_for_a_list_not_a_number():
+    q = analyze_question("借阅证有哪几种")
+    assert q["slot"] == "none"
+    assert "哪几种" not in q["subject_terms"]
+    assert analyze_question("借阅证有几种")["slot"] == "count"
+
+
+def test_a_unit_about_the_other_part_of_a_coordinated_heading_does_not_carry_the_term():
+    # Under 「自习室预约与续借」 a unit about 自习室 does not answer a question on 续借.
+    unit = _unit("自习室每人每天可预约1次，每次最长4小时。", "借阅规则", "三、自习室预约与续借")
+    assert not judge_unit(analyze_question("一本书能续借几次"), unit).answers
+    # A unit speaking to the question's own part of the heading still answers it.
+    renew = _unit("每本书可续借2次，每次延长30天。", "借阅规则", "三、自习室预约与续借")
+    assert judge_unit(analyze_question("一本书能续借几次"), renew).answers
+
+
+def test_a_heading_part_the_question_names_too_is_the_questions_own():
+    # 「押金与提取」: a question on 押金提取 names both parts; a unit on 提取 answers it.
+    unit = _unit("提取免手续费，3个工作日内到账。", "会员手册", "五、押金与提取")
+    assert judge_unit(analyze_question("押金提取要手续费吗"), unit).answers
