@@ -537,6 +537,7 @@ _GRAMMAR_CHARS = frozenset("要会能可在给把被让和与还又就都也不�
 _MEASURE_CHAR_RE = re.compile(rf"(?:{_CLASSIFIERS}|{_TIME_UNITS}|块|元)")
 _NUMERAL_BEFORE_RE = re.compile(r"(?:\d|[一二两三四五六七八九十几])$")
 MAX_JOIN = 2  # characters of the neighbouring text a mended word may take
+_DIRECTIONAL_RE = re.compile(r"^[回过进出上下起开][去来]$")  # a verb's directional ending (寄回去, 退回来)
 
 
 def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None) -> dict[str, str]:
@@ -557,7 +558,9 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
             continue
         if _MEASURE_CHAR_RE.fullmatch(term[0]) and _NUMERAL_BEFORE_RE.search(norm[:start]):
             out[term] = ""  # 「2次货」: the number's measure word and a stray character
-        elif term[1] in _GRAMMAR_CHARS:  # 「旧机要」: a word ending before a form character
+        elif _DIRECTIONAL_RE.match(term):
+            out[term] = ""  # 寄|回去, 退|回来: the verb's directional ending names nothing
+        elif term[1] in _GRAMMAR_CHARS:  # 旧|机要: a KB word before a form character
             joined = [norm[start - k:start + 1] for k in range(MAX_JOIN, 0, -1) if start - k >= 0]
             out[term] = next((w for w in joined if vocab.document_frequency(w)), "")
         elif term[0] in _GRAMMAR_CHARS:  # 「会过期」 cut as 「会过」: a form character before a word

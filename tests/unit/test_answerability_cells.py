@@ -190,3 +190,9 @@ def test_a_heading_part_the_question_names_too_is_the_questions_own():
     # 「押金与提取」: a question on 押金提取 names both parts; a unit on 提取 answers it.
     unit = _unit("提取免手续费，3个工作日内到账。", "会员手册", "五、押金与提取")
     assert judge_unit(analyze_question("押金提取要手续费吗"), unit).answers
+
+
+def test_a_directional_ending_is_not_a_subject(gym_vocab):
+    # 「寄回去」 is cut 寄|回去: the ending names nothing the KB could be asked about.
+    assert mend_segmentation("坏了要寄回去吗", ["回去"], gym_vocab) == {"回去": ""}
+    assert "回来" not in analyze_question("押金能退回来吗", [], gym_vocab)["subject_terms"]
