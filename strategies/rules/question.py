@@ -547,11 +547,17 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
     that the knowledge base never uses, while another cut gives a number with its measure word
     (「2次」) or a knowledge-base word beside a form character (「旧机」 + 「要」). Such a word
     names nothing the customer asked about, so it must not count as an unknown subject. A word
-    the knowledge base never uses and that no other cut explains stays as it is.
+    the knowledge base never uses and that no other cut explains stays as it is. Two single
+    characters the segmenter left apart that the knowledge base writes as one word (「工|单」)
+    are that word.
     """
     if vocab is None or not vocab.texts:
         return {}
     out: dict[str, str] = {}
+    singles = [t for t in terms if len(t) == 1 and _HAN_RE.match(t)]
+    for first, second in zip(singles, singles[1:], strict=False):  # 「工|单」: one KB word cut in two
+        if first + second in norm and first not in out and vocab.uses_word(first + second):
+            out[first], out[second] = first + second, ""
     for term in terms:
         start = norm.find(term)
         if len(term) != 2 or start < 0 or not all(_HAN_RE.match(c) for c in term) or vocab.document_frequency(term):

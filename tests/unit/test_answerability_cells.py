@@ -196,3 +196,9 @@ def test_a_directional_ending_is_not_a_subject(gym_vocab):
     # 「寄回去」 is cut 寄|回去: the ending names nothing the KB could be asked about.
     assert mend_segmentation("坏了要寄回去吗", ["回去"], gym_vocab) == {"回去": ""}
     assert "回来" not in analyze_question("押金能退回来吗", [], gym_vocab)["subject_terms"]
+
+
+def test_two_characters_the_segmenter_left_apart_are_the_kb_word_they_spell():
+    vocab = build_vocabulary([["借阅规则", "馆藏"]], ["本馆馆藏图书可外借。"])
+    assert mend_segmentation("馆藏有多少", ["馆", "藏"], vocab) == {"馆": "馆藏", "藏": ""}
+    assert mend_segmentation("馆里藏书", ["馆", "藏"], vocab) == {}  # not next to each other
