@@ -560,6 +560,9 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
             out[first], out[second] = first + second, ""
     for term in terms:
         start = norm.find(term)
+        if len(term) == 3 and _DIRECTIONAL_RE.match(term[1:]) and not vocab.document_frequency(term):
+            out[term] = ""  # 「寄过来」: a one-character verb and its directional ending
+            continue
         if len(term) != 2 or start < 0 or not all(_HAN_RE.match(c) for c in term) or vocab.document_frequency(term):
             continue
         if _MEASURE_CHAR_RE.fullmatch(term[0]) and _NUMERAL_BEFORE_RE.search(norm[:start]):

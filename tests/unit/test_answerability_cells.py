@@ -195,6 +195,7 @@ def test_a_heading_part_the_question_names_too_is_the_questions_own():
 def test_a_directional_ending_is_not_a_subject(gym_vocab):
     # 「寄回去」 is cut 寄|回去: the ending names nothing the KB could be asked about.
     assert mend_segmentation("坏了要寄回去吗", ["回去"], gym_vocab) == {"回去": ""}
+    assert mend_segmentation("新卡多久寄过来", ["寄过来"], gym_vocab) == {"寄过来": ""}
     assert "回来" not in analyze_question("押金能退回来吗", [], gym_vocab)["subject_terms"]
 
 
