@@ -156,7 +156,7 @@ _DATE_RE = re.compile(
 _NOT_NAME = r"(?![券卡码])"
 _AMOUNT_RE = re.compile(
     r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\s*(?:万元|元|块|%|折|倍|分钱)|[¥￥]\s*\d+|满\s*\d+\s*减\s*\d+"
-    r"|[百千万]分之[\d.零〇一二两三四五六七八九十点]+"  # 「万分之三点五」: a rate written in words
+    r"|[百千万]分之[\d.零〇一二两三四五六七八九十点]+"  # 「千分之三」: a rate written in words
     rf"|免费{_NOT_NAME}|免收|免除|免[^\s，。；]{{0,3}}费{_NOT_NAME}|不收(?:取)?|无需(?:支付|付费|承担)|0元|全额|原价|差价")
 _CLASSIFIER = r"(?:周岁|岁|个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|箱|包|瓶|名|只|套)"
 _COUNT_RE = re.compile(rf"\d+(?:\.\d+)?(?:\s*-\s*\d+)?\s*[万千]?\s*{_CLASSIFIER}(?!工作日|小时|月|自然日)|不限(?:次数|数量)?|无限|仅限?\s*\d+|最多\s*\d+|\d+\s*以[内上下]")
@@ -521,7 +521,7 @@ _NUMBERING_RE = re.compile(r"^\s*(?:第?[\d一二三四五六七八九十]+[、.
 
 
 def _conjuncts(heading: str) -> list[str]:
-    """Return the coordinated parts of a heading (「预售商品的售后与价保」 → two), numbering left out."""
+    """Return the coordinated parts of a heading (「自习室预约与续借」 → two), numbering left out."""
     from knowledge.normalize import _tokenizer  # noqa: PLC0415
 
     parts, current = [], ""
@@ -537,9 +537,9 @@ def _conjuncts(heading: str) -> list[str]:
 def _other_conjunct(unit: Unit, found: Sequence[str], asked: Sequence[str]) -> list[str]:
     """Return the terms the unit carries only through a part of its heading it does not speak to.
 
-    Under 「预售商品的售后与价保」 a unit about 预售商品 (「…限修改1次」) is the first part's: a
-    question on 价保 found its term in the heading's other part, not in the unit. A part the
-    question names too (``asked``: 「余额提现」 under 「余额与提现」) is the question's own.
+    Under 「自习室预约与续借」 a unit about 自习室 (「…每天可预约1次」) is the first part's: a
+    question on 续借 found its term in the heading's other part, not in the unit. A part the
+    question names too (``asked``: 「押金提取」 under 「押金与提取」) is the question's own.
     """
     if not unit.context:
         return []
@@ -919,7 +919,7 @@ def _rated(fillers: Sequence[Filler], unit: Unit, per: str) -> tuple[Filler, ...
     also stand in the unit's own heading (「每日限额」 over its values).
     """
     alts = _PER_UNITS.get(per, per)
-    pattern = re.compile(rf"(?:每|/|单|(?<![\d.])1|全|当|按)\s*个?\s*(?:自然|日历)?(?:{alts})"  # 「每个自然年」
+    pattern = re.compile(rf"(?:每|/|单|(?<![\d.])1|全|当|按)\s*个?\s*(?:自然|日历)?(?:{alts})"  # 「每个日历月」
                          rf"|(?:{alts})(?:费|度|均|限额|累计|上限)")
     if unit.context and pattern.search(_norm(unit.context[-1])):
         return tuple(fillers)
@@ -941,18 +941,22 @@ def _row_cells(norm: str) -> list[tuple[str, int, int]]:
 def _cell_fillers(fillers: Sequence[Filler], unit: Unit, terms: Sequence[str]) -> tuple[Filler, ...]:
     """Return the fillers of a table row that lie in the cells whose header names what was asked.
 
-    In 「渠道：柜台，本行转账：免费，跨行转账：按金额收费」 the 「免费」 is the 本行转账 column's
-    value: a question on 跨行转账 is answered only by the cell under the header naming most of
-    its terms. The first column labels the row (「发货方式：保税仓发货」), and a cell whose value
-    names a term and holds no filler is what the question is about, not what it asks (「处理人：客服主管」 for a
-    question on 主管): their headers do not count, nor does a term the table's headings name (a
-    refund table's every column says 退款). A row whose other headers name none of the terms is
-    left as it is.
+    In 「读者类型：学生，馆内阅览：免费，馆外借阅：按册数收费」 the 「免费」 is the 馆内阅览
+    column's value: a question on 馆外借阅 is answered only by the cell under the header naming
+    most of its terms. These headers do not count:
+
+    - the first column's, which labels the row (「课程：私教课」);
+    - a cell's whose value names a term and holds no filler: it is what the question is about,
+      not what it asks (「负责人：游泳教练」 for a question on 教练);
+    - a term the table's headings name (a deposit table's every column says 押金).
+
+    A row whose other headers name none of the terms is left as it is.
     """
-    cells = _row_cells(_norm(unit.text))
-    heading = _norm(" ".join(unit.context))
     norm = _norm(unit.text)
+    cells = _row_cells(norm)
+    heading = _norm(" ".join(unit.context))
     own = [t for t in terms if (_HAN_RE.search(t) or t.isalpha()) and not _term_present(t, heading)]
+
     def holds_subject(a: int, b: int) -> bool:  # names a term and carries no value asked for
         return any(_term_present(t, norm[a:b]) for t in own) and not any(a <= f.start < b for f in fillers)
 

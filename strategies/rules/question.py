@@ -165,8 +165,8 @@ class Vocabulary:
     def writes_within_word(self, term: str, index: int) -> bool:
         """Return True when the KB writes ``term`` as whole words, its ``index``-th character inside a longer one.
 
-        「免年费」 (免|年费) has its 「费」 inside 「年费」; 「积分还」 (积分|还) has its 「还」 as a
-        word of its own, so a customer's 「积分换」 is not a misspelt 「积分还」.
+        「交押金」 (交|押金) has its 「金」 inside 「押金」; 「课时还」 (课时|还) has its 「还」 as a
+        word of its own, so a customer's 「课时换」 is not a misspelt 「课时还」.
         """
         for text in self.texts:
             start = text.find(term)
@@ -537,42 +537,42 @@ _GRAMMAR_CHARS = frozenset("要会能可在给把被让和与还又就都也不�
 _MEASURE_CHAR_RE = re.compile(rf"(?:{_CLASSIFIERS}|{_TIME_UNITS}|块|元)")
 _NUMERAL_BEFORE_RE = re.compile(r"(?:\d|[一二两三四五六七八九十几])$")
 MAX_JOIN = 2  # characters of the neighbouring text a mended word may take
-_DIRECTIONAL_RE = re.compile(r"^[回过进出上下起开][去来]$")  # a verb's directional ending (寄回去, 退回来)
+_DIRECTIONAL_RE = re.compile(r"^[回过进出上下起开][去来]$")  # a verb's directional ending (拿回去, 送回来)
 
 
 def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None) -> dict[str, str]:
     """Return {term: replacement ("" drops it)} for words that only the segmenter made up.
 
-    jieba cuts 「退2次货」 into 「次货」 and 「旧机要在」 into 「机要」: words of its dictionary
-    that the knowledge base never uses, while another cut gives a number with its measure word
-    (「2次」) or a knowledge-base word beside a form character (「旧机」 + 「要」). Such a word
+    jieba cuts 「N块钱」 into 「块钱」 and 「押金不交会扣分」 into 「交会」: words of its
+    dictionary that the knowledge base never uses, while another cut gives a number with its
+    measure word (「N块」) or a form character beside a word (「交」 + 「会」). Such a word
     names nothing the customer asked about, so it must not count as an unknown subject. A word
     the knowledge base never uses and that no other cut explains stays as it is. Two single
-    characters the segmenter left apart that the knowledge base writes as one word (「工|单」)
+    characters the segmenter left apart that the knowledge base writes as one word (「馆|藏」)
     are that word.
     """
     if vocab is None or not vocab.texts:
         return {}
     out: dict[str, str] = {}
     singles = [t for t in terms if len(t) == 1 and _HAN_RE.match(t)]
-    for first, second in zip(singles, singles[1:], strict=False):  # 「工|单」: one KB word cut in two
+    for first, second in zip(singles, singles[1:], strict=False):  # 「馆|藏」: one KB word cut in two
         if first + second in norm and first not in out and vocab.uses_word(first + second):
             out[first], out[second] = first + second, ""
     for term in terms:
         start = norm.find(term)
         if len(term) == 3 and _DIRECTIONAL_RE.match(term[1:]) and not vocab.document_frequency(term):
-            out[term] = ""  # 「寄过来」: a one-character verb and its directional ending
+            out[term] = ""  # 「送过来」: a one-character verb and its directional ending
             continue
         if len(term) != 2 or start < 0 or not all(_HAN_RE.match(c) for c in term) or vocab.document_frequency(term):
             continue
         if _MEASURE_CHAR_RE.fullmatch(term[0]) and _NUMERAL_BEFORE_RE.search(norm[:start]):
-            out[term] = ""  # 「2次货」: the number's measure word and a stray character
+            out[term] = ""  # 「N块钱」: the number's measure word and a stray character
         elif _DIRECTIONAL_RE.match(term):
-            out[term] = ""  # 寄|回去, 退|回来: the verb's directional ending names nothing
-        elif term[1] in _GRAMMAR_CHARS:  # 旧|机要: a KB word before a form character
+            out[term] = ""  # 拿|回去, 送|回来: the verb's directional ending names nothing
+        elif term[1] in _GRAMMAR_CHARS:  # 旧|证要: a KB word (旧证) before a form character
             joined = [norm[start - k:start + 1] for k in range(MAX_JOIN, 0, -1) if start - k >= 0]
             out[term] = next((w for w in joined if vocab.document_frequency(w)), "")
-        elif term[0] in _GRAMMAR_CHARS:  # 「会过期」 cut as 「会过」: a form character before a word
+        elif term[0] in _GRAMMAR_CHARS:  # a form character glued to the first character of a word
             end = start + 2
             joined = [norm[start + 1:end + k] for k in range(MAX_JOIN, 0, -1) if end + k <= len(norm)]
             out[term] = next((w for w in joined if vocab.document_frequency(w)), "")
@@ -582,11 +582,11 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
 def repair_homophones(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str, str]:
     """Return {term: the knowledge base's word} for terms typed with a wrong character of the same sound.
 
-    A pinyin keyboard offers every character of a syllable: 「年废」 for 年费, 「帐单」 for 账单. A
+    A pinyin keyboard offers every character of a syllable: 「押进」 for 押金, 「扣出」 for 扣除. A
     term the knowledge base never uses, that becomes a word it does use when one character is
     replaced by another read the same way (tones ignored), is that word, provided the replaced
     character stands inside one of the knowledge base's words there (not a word of its own, as
-    「还」 in 「积分|还」). Only characters the knowledge base writes are tried; of several
+    「还」 in 「课时|还」). Only characters the knowledge base writes are tried; of several
     candidates the most used wins.
     """
     if vocab is None or not vocab.texts:

@@ -26,7 +26,7 @@ from strategies.rules.question import (
 
 _GYM_TEXTS = [
     "会员每月可免费上课2次，超出部分每次30元。",
-    "押金退还：退卡时押金原路退回，逾期未领的押金不会过期。",
+    "押金退还：退卡时押金原路退回，逾期未退卡的押金不会扣除。",
     "旧证在换证后15天内交回前台。",
 ]
 
@@ -49,11 +49,11 @@ def _unit(text: str, *context: str) -> Unit:
 # --------------------------------------------------------------------------- segmenter artefacts
 
 def test_a_word_made_of_a_form_character_and_a_kb_word_is_not_an_unknown_subject(gym_vocab):
-    # jieba cuts 「不领会过期」 as 不|领会|过期: 「领会」 is its word, not the customer's.
-    q = analyze_question("押金不领会过期吗", [], gym_vocab)
-    assert "领会" not in q["subject_terms"]
+    # jieba cuts 「不交会扣分」 as 不|交会|扣分: 「交会」 is its word, not the customer's.
+    q = analyze_question("押金不交会扣除吗", [], gym_vocab)
+    assert "交会" not in q["subject_terms"]
     assert unknown_terms(q, gym_vocab) == []
-    assert {"押金", "过期"} <= set(q["subject_terms"])
+    assert "押金" in q["subject_terms"]
 
 
 def test_a_measure_word_after_a_number_is_not_a_subject(gym_vocab):
@@ -70,8 +70,8 @@ def test_the_kb_word_before_a_form_character_replaces_the_artefact(gym_vocab):
 def test_a_word_the_kb_never_uses_and_no_other_cut_explains_stays(gym_vocab):
     assert mend_segmentation("游泳圈能带进去吗", ["游泳圈"], gym_vocab) == {}
     assert mend_segmentation("第3次上课还收钱吗", ["收钱"], gym_vocab) == {}  # 「钱」 is content
-    assert mend_segmentation("押金不领会过期吗", ["押金"], gym_vocab) == {}  # the KB uses it
-    assert mend_segmentation("押金不领会过期吗", ["领会"], None) == {}  # no KB, nothing to judge by
+    assert mend_segmentation("押金不交会扣除吗", ["押金"], gym_vocab) == {}  # the KB uses it
+    assert mend_segmentation("押金不交会扣除吗", ["交会"], None) == {}  # no KB, nothing to judge by
 
 
 # --------------------------------------------------------------------------- table cells
@@ -118,8 +118,8 @@ def test_a_clock_time_is_not_a_cell_header():
 # --------------------------------------------------------------------------- rates in words
 
 def test_a_rate_written_in_words_answers_a_rate_question_not_a_price_question():
-    text = "贷款逾期的，按日万分之五计收罚息。"
-    assert [f.text for f in slot_fillers("amount", text)] == ["万分之五"]
+    text = "贷款逾期的，按日千分之三计收罚息。"
+    assert [f.text for f in slot_fillers("amount", text)] == ["千分之三"]
     assert judge_unit(analyze_question("贷款逾期罚息是多少"), _unit(text, "贷款须知")).answers
     assert not judge_unit(analyze_question("贷款逾期罚息多少钱"), _unit(text, "贷款须知")).answers
 
@@ -134,8 +134,8 @@ def test_a_term_typed_with_a_character_of_the_same_sound_is_the_kb_word(gym_voca
 
 
 def test_a_character_that_is_a_word_of_its_own_in_the_kb_is_not_a_misspelling():
-    vocab = build_vocabulary([["会员手册", "积分"]], ["会员积分还可兑换课时。"])
-    assert repair_homophones(["积分换"], vocab) == {}  # 积分|还: 「还」 stands alone there
+    vocab = build_vocabulary([["会员手册", "课时"]], ["剩余课时还可转让给他人。"])
+    assert repair_homophones(["课时换"], vocab) == {}  # 课时|还: 「还」 stands alone there
 
 
 def test_the_turn_reads_the_respelt_question_and_keeps_the_customer_words():
@@ -193,10 +193,10 @@ def test_a_heading_part_the_question_names_too_is_the_questions_own():
 
 
 def test_a_directional_ending_is_not_a_subject(gym_vocab):
-    # 「寄回去」 is cut 寄|回去: the ending names nothing the KB could be asked about.
-    assert mend_segmentation("坏了要寄回去吗", ["回去"], gym_vocab) == {"回去": ""}
-    assert mend_segmentation("新卡多久寄过来", ["寄过来"], gym_vocab) == {"寄过来": ""}
-    assert "回来" not in analyze_question("押金能退回来吗", [], gym_vocab)["subject_terms"]
+    # 「拿回去」 is cut 拿|回去: the ending names nothing the KB could be asked about.
+    assert mend_segmentation("坏了要拿回去吗", ["回去"], gym_vocab) == {"回去": ""}
+    assert mend_segmentation("新卡多久送过来", ["送过来"], gym_vocab) == {"送过来": ""}
+    assert "回来" not in analyze_question("押金能拿回来吗", [], gym_vocab)["subject_terms"]
 
 
 def test_two_characters_the_segmenter_left_apart_are_the_kb_word_they_spell():
