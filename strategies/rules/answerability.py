@@ -624,6 +624,31 @@ def _scoped_to(unit: Unit, values: Sequence[str]) -> list[str]:
     return [v for v in values if _term_present(v, heads) or _term_present(v, first)]
 
 
+# A worked example (a heading naming one) tells one customer's case: it answers only when no
+# stated rule does. A sentence about the document itself (「本规则说明…」) states no fact.
+_EXAMPLE_HEADING_RE = re.compile(r"示例|案例|举例|例子|实例|样例|example", re.IGNORECASE)
+_ABOUT_DOCUMENT_RE = re.compile(r"^本(?:规则|政策|文|文档|说明|指南|手册|页|章|节|须知|条款|协议)"
+                                r"(?:主要)?(?:说明|介绍|规定了?|适用于|包括|涵盖|列出)")
+
+
+def _about_document(unit: Unit) -> list[str]:
+    """Return a reason when the unit speaks about its document (「本规则说明…」), stating no fact."""
+    return ["about the document"] if _ABOUT_DOCUMENT_RE.match(_norm(unit.text)) else []
+
+
+def _is_example(unit: Unit) -> bool:
+    """Return True for a unit under a worked example's heading (one customer's case, not the rule)."""
+    return bool(_EXAMPLE_HEADING_RE.search(" ".join(unit.context[1:])))
+
+
+def _prefer_rules(verdicts: Sequence[UnitVerdict]) -> tuple[UnitVerdict, ...]:
+    """Return the verdicts with worked examples set aside when a stated rule answers too."""
+    if not any(v.answers and not _is_example(v.unit) for v in verdicts):
+        return tuple(verdicts)
+    return tuple(replace(v, answers=False, reason="worked example (a rule answers)")
+                 if v.answers and _is_example(v.unit) else v for v in verdicts)
+
+
 def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = None,
                weights: Mapping[str, float] | None = None, slot: Slot | None = None,
                min_share: float = MIN_SUBJECT_SHARE) -> UnitVerdict:
@@ -663,7 +688,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
                 or _sibling_label(unit, bind.found) or _other_conjunct(unit, bind.found, subject)
                 or _narrower_heading(question, unit, vocab)
-                or _opposite_terms(subject, unit))
+                or _opposite_terms(subject, unit) or _about_document(unit))
     if excluded:
         quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})
     reason = ""
@@ -1065,7 +1090,7 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
             covered.append(any(v.answers for v in part_verdicts))
             verdicts = [a if a.answers or not b.answers else b
                         for a, b in zip(verdicts, part_verdicts, strict=True)]
-    return AnswerGate(tuple(verdicts), tuple(covered))
+    return AnswerGate(_prefer_rules(verdicts), tuple(covered))
 
 
 

@@ -13,6 +13,7 @@ import pytest
 from strategies.rules.answerability import (
     Unit,
     _cell_fillers,
+    answerability,
     judge_unit,
     slot_fillers,
     unknown_terms,
@@ -203,3 +204,26 @@ def test_two_characters_the_segmenter_left_apart_are_the_kb_word_they_spell():
     vocab = build_vocabulary([["借阅规则", "馆藏"]], ["本馆馆藏图书可外借。"])
     assert mend_segmentation("馆藏有多少", ["馆", "藏"], vocab) == {"馆": "馆藏", "藏": ""}
     assert mend_segmentation("馆里藏书", ["馆", "藏"], vocab) == {}  # not next to each other
+
+
+# --------------------------------------------------------------------------- examples and scope
+
+def _chunk(cid: str, text: str, *headings: str) -> dict:
+    return {"id": cid, "kind": "kb", "doc_id": cid, "title": "会员手册", "heading_path": list(headings),
+            "text": text}
+
+
+def test_a_worked_example_answers_only_when_no_stated_rule_does():
+    rule = _chunk("r", "会员卡冻结期最长60天。", "三、冻结规则")
+    example = _chunk("e", "会员小李3月1日申请冻结会员卡，冻结期30天，4月1日自动解冻。", "四、示例")
+    q = analyze_question("会员卡最长能冻结多久")
+    gate = answerability(q, [rule, example])
+    assert gate.evidence_ids() == ["r"]
+    assert answerability(q, [example]).evidence_ids() == ["e"]  # only the example: it still answers
+
+
+def test_a_sentence_about_the_document_states_no_fact():
+    intro = _chunk("i", "本规则说明会员卡的冻结、解冻和冻结补偿。", "会员卡冻结规则")
+    rule = _chunk("r", "会员卡冻结超过30天的，赠送7天会员期作为补偿。", "会员卡冻结规则")
+    q = analyze_question("会员卡冻结有什么补偿")
+    assert answerability(q, [intro, rule]).evidence_ids() == ["r"]
