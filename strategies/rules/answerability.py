@@ -468,6 +468,29 @@ def _is_list_item(unit: Unit) -> bool:
     return len(text) <= LIST_ITEM_CHARS and not _YESNO_RE.search(text) and not _STATEMENT_RE.search(text)
 
 
+# A heading that introduces a list of cases (「…的情况」「适用范围」「包括」).
+_LIST_HEADING_RE = re.compile(r"(?:情况|情形|范围|类型|种类|清单|名单|列表|包括|如下|以下|下列)[:：]?\s*$")
+
+
+def _item_of_another_list(question: Question, unit: Unit, subject: Sequence[str]) -> list[str]:
+    """Return the heading of a list item whose heading the question never touches.
+
+    An item with no verb of its own (「积分兑换商品、0元赠品」) says only that its heading applies
+    to it (「不能开具发票的情况」): a question naming nothing of that heading asks something else.
+    """
+    if not unit.context or unit.row or not _is_list_item(unit):
+        return []
+    heading = _NUMBERING_RE.sub("", _norm(unit.context[-1]))
+    if not _LIST_HEADING_RE.search(heading):
+        return []
+    words = [w for w, _ in _words(heading) if len(w) >= 2 and w not in _FORM_WORDS]
+    if not words or any(_term_present(w, question["norm"]) for w in words):
+        return []
+    if any(_term_present(t, heading) for t in subject):
+        return []
+    return [heading]
+
+
 # Classifiers that name one of several parallel alternatives (a table's 3期/6期/12期 rows), not a
 # quantity to compare against a threshold (元, 天: 「买了50元」 is checked against 「满99元」).
 _ALTERNATIVE_RE = re.compile(r"(?<![\d.])(\d+)\s*(期|档|级|星|代)(?![\u4e00-\u9fff]{0,1}(?:以上|以下|以内))")
@@ -688,7 +711,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
                 or _sibling_label(unit, bind.found) or _other_conjunct(unit, bind.found, subject)
                 or _narrower_heading(question, unit, vocab)
-                or _opposite_terms(subject, unit) or _about_document(unit))
+                or _opposite_terms(subject, unit) or _about_document(unit)
+                or _item_of_another_list(question, unit, subject))
     if excluded:
         quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})
     reason = ""

@@ -227,3 +227,10 @@ def test_a_sentence_about_the_document_states_no_fact():
     rule = _chunk("r", "会员卡冻结超过30天的，赠送7天会员期作为补偿。", "会员卡冻结规则")
     q = analyze_question("会员卡冻结有什么补偿")
     assert answerability(q, [intro, rule]).evidence_ids() == ["r"]
+
+
+def test_a_list_item_answers_only_questions_that_touch_its_heading():
+    # The item says only 「不能外借」 of the 临时阅览证: a question on losing one asks something else.
+    item = _unit("0元办理的体验证、临时阅览证", "借阅规则", "三、不能外借的情况")
+    assert not judge_unit(analyze_question("临时阅览证弄丢了怎么赔"), item).answers
+    assert judge_unit(analyze_question("临时阅览证能外借吗"), item).answers
