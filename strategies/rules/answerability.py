@@ -1053,10 +1053,14 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
         if measure and not any(m in filler.text for m in _MEASURE_ALIASES.get(measure, (measure,))):
             continue
         before, after = norm[max(0, filler.start - BOUND_WINDOW):filler.start], norm[filler.end:filler.end + 3]
+        before = before.rstrip(":： ")  # 「每笔最低：30元」: the bound word heads the value's cell
         lower = _LOWER_BEFORE_RE.search(before) or _LOWER_AFTER_RE.search(after)
         upper = _UPPER_BEFORE_RE.search(before) or _UPPER_AFTER_RE.search(after)
         if (bound == "max" and lower and not upper) or (bound == "min" and upper and not lower):
             continue
+        if bound and filler.kind in ("amount", "count") and _RATE_FILLER_RE.search(filler.text) \
+                and not (upper if bound == "max" else lower):
+            continue  # 「最高收多少」 is not answered by a plain rate (「按3%收取」)
         if bound and not any(ch.isdigit() for ch in filler.text):  # a limit is a number, not 「全额」「立即」
             continue
         keep.append(filler)

@@ -234,3 +234,10 @@ def test_a_list_item_answers_only_questions_that_touch_its_heading():
     item = _unit("0元办理的体验证、临时阅览证", "借阅规则", "三、不能外借的情况")
     assert not judge_unit(analyze_question("临时阅览证弄丢了怎么赔"), item).answers
     assert judge_unit(analyze_question("临时阅览证能外借吗"), item).answers
+
+
+def test_a_bound_question_is_not_answered_by_a_plain_rate_or_a_headed_lower_bound():
+    assert not judge_unit(analyze_question("逾期罚息最高收多少"), _unit("逾期罚息按千分之三收取。", "罚息")).answers
+    assert judge_unit(analyze_question("逾期罚息最高收多少"), _unit("逾期罚息按日计收，累计不超过30%。", "罚息")).answers
+    row = _row("方式：自助机续借，手续费：续借费用的1%，每次最低：2元", "续借收费")
+    assert not judge_unit(analyze_question("自助机续借一次最多收多少"), row).answers
