@@ -241,3 +241,9 @@ def test_a_bound_question_is_not_answered_by_a_plain_rate_or_a_headed_lower_boun
     assert judge_unit(analyze_question("逾期罚息最高收多少"), _unit("逾期罚息按日计收，累计不超过30%。", "罚息")).answers
     row = _row("方式：自助机续借，手续费：续借费用的1%，每次最低：2元", "续借收费")
     assert not judge_unit(analyze_question("自助机续借一次最多收多少"), row).answers
+
+
+def test_a_frequency_without_a_day_does_not_say_when():
+    q = analyze_question("会员积分什么时候到账")
+    assert not judge_unit(q, _unit("会员积分到账后每月使用上限500分。", "会员积分")).answers
+    assert judge_unit(q, _unit("会员积分每月5日到账。", "会员积分")).answers
