@@ -468,6 +468,36 @@ def _is_list_item(unit: Unit) -> bool:
     return len(text) <= LIST_ITEM_CHARS and not _YESNO_RE.search(text) and not _STATEMENT_RE.search(text)
 
 
+# Words that pick out some or all of a kind, or the ordinary case: 「部分商品」 is no regime of its own.
+_DETERMINERS = frozenset({"部分", "所有", "全部", "其他", "其它", "相关", "同类", "个别", "此类", "该类", "这类",
+                          "上述", "以下", "各类", "各种", "任何", "每个", "单个", "多个"})
+
+
+def _sibling_regime(question: Question, unit: Unit, vocab: Vocabulary | None) -> list[str]:
+    """Return the sibling regime the unit's own text names instead of the asked one.
+
+    Under a heading naming 现金分期 among others, 「以12期账单分期为例…」 is about 账单分期: the
+    question's regime stands only in the heading, and the unit names another modifier of the
+    same head (not the ordinary case, 「一般商品」, nor a determiner, 「部分商品」).
+    """
+    if vocab is None:
+        return []
+    heads = vocab.values()
+    text = _norm(unit.text)
+    for value in question["qualifiers"].get("regime", []):
+        head = heads.get(value, "")
+        if not head or not value.endswith(head) or _term_present(value, text):
+            continue
+        for match in re.finditer(re.escape(head), text):
+            before = text[max(0, match.start() - 2):match.start()]
+            if len(before) == 2 and all(_HAN_RE.match(c) for c in before) and not value.endswith(before + head) \
+                    and before not in _DEFAULT_VALUES and before not in _DETERMINERS:
+                sibling = before + head
+                if vocab.uses_word(sibling) and sibling != value:
+                    return [sibling]
+    return []
+
+
 # A heading that introduces a list of cases (「…的情况」「适用范围」「包括」).
 _LIST_HEADING_RE = re.compile(r"(?:情况|情形|范围|类型|种类|清单|名单|列表|包括|如下|以下|下列)[:：]?\s*$")
 
@@ -712,7 +742,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                 or _sibling_label(unit, bind.found) or _other_conjunct(unit, bind.found, subject)
                 or _narrower_heading(question, unit, vocab)
                 or _opposite_terms(subject, unit) or _about_document(unit)
-                or _item_of_another_list(question, unit, subject))
+                or _item_of_another_list(question, unit, subject) or _sibling_regime(question, unit, vocab))
     if excluded:
         quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})
     reason = ""

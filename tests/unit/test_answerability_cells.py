@@ -247,3 +247,16 @@ def test_a_frequency_without_a_day_does_not_say_when():
     q = analyze_question("会员积分什么时候到账")
     assert not judge_unit(q, _unit("会员积分到账后每月使用上限500分。", "会员积分")).answers
     assert judge_unit(q, _unit("会员积分每月5日到账。", "会员积分")).answers
+
+
+def test_a_unit_naming_a_sibling_regime_is_not_about_the_one_asked():
+    # 跨境 is no value of the KB's 商品 dimension (no heading names it), yet 「跨境商品」 is a
+    # sibling of the asked 「国产商品」: same head, another modifier.
+    texts = ["进口商品保修1年。", "国产商品保修2年。", "跨境商品保修3个月。", "一般商品保修半年。"]
+    vocab = build_vocabulary([["手册", "2.5 进口商品"], ["手册", "3.1 国产商品"], ["手册", "4.2 进口商品退货"]], texts)
+    q = analyze_question("国产商品保修多久", [], vocab)
+    assert q["qualifiers"].get("regime") == ["国产商品"]
+    heading = ("手册", "三、保修（国产商品等）")
+    assert not judge_unit(q, _unit("以跨境商品为例，保修3个月。", *heading), vocab=vocab).answers
+    assert judge_unit(q, _unit("保修2年。", *heading), vocab=vocab).answers
+    assert judge_unit(q, _unit("一般商品保修2年。", *heading), vocab=vocab).answers  # the ordinary case
