@@ -260,3 +260,10 @@ def test_a_unit_naming_a_sibling_regime_is_not_about_the_one_asked():
     assert not judge_unit(q, _unit("以跨境商品为例，保修3个月。", *heading), vocab=vocab).answers
     assert judge_unit(q, _unit("保修2年。", *heading), vocab=vocab).answers
     assert judge_unit(q, _unit("一般商品保修2年。", *heading), vocab=vocab).answers  # the ordinary case
+
+
+@pytest.mark.parametrize(("question", "period"), [
+    ("私教课一节多久", None), ("每节课多少钱", None), ("春节期间开门吗", ["春节期间"]), ("中秋节后几点开门", ["中秋节后"]),
+])
+def test_a_session_counted_in_jie_is_not_a_festival(question, period):
+    assert analyze_question(question)["qualifiers"].get("period") == period
