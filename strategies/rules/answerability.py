@@ -468,7 +468,7 @@ def _is_list_item(unit: Unit) -> bool:
     return len(text) <= LIST_ITEM_CHARS and not _YESNO_RE.search(text) and not _STATEMENT_RE.search(text)
 
 
-# Words that pick out some or all of a kind, or the ordinary case: 「部分商品」 is no regime of its own.
+# Words that pick out some or all of a kind, or the ordinary case: 「部分课程」 is no regime of its own.
 _DETERMINERS = frozenset({"部分", "所有", "全部", "其他", "其它", "相关", "同类", "个别", "此类", "该类", "这类",
                           "上述", "以下", "各类", "各种", "任何", "每个", "单个", "多个"})
 
@@ -476,9 +476,9 @@ _DETERMINERS = frozenset({"部分", "所有", "全部", "其他", "其它", "相
 def _sibling_regime(question: Question, unit: Unit, vocab: Vocabulary | None) -> list[str]:
     """Return the sibling regime the unit's own text names instead of the asked one.
 
-    Under a heading naming 现金分期 among others, 「以12期账单分期为例…」 is about 账单分期: the
+    Under a heading naming 私教课程 among others, 「以团体课程为例…」 is about 团体课程: the
     question's regime stands only in the heading, and the unit names another modifier of the
-    same head (not the ordinary case, 「一般商品」, nor a determiner, 「部分商品」).
+    same head (not the ordinary case, 「一般课程」, nor a determiner, 「部分课程」).
     """
     if vocab is None:
         return []
@@ -505,8 +505,8 @@ _LIST_HEADING_RE = re.compile(r"(?:情况|情形|范围|类型|种类|清单|名
 def _item_of_another_list(question: Question, unit: Unit, subject: Sequence[str]) -> list[str]:
     """Return the heading of a list item whose heading the question never touches.
 
-    An item with no verb of its own (「积分兑换商品、0元赠品」) says only that its heading applies
-    to it (「不能开具发票的情况」): a question naming nothing of that heading asks something else.
+    An item with no verb of its own (「0元办理的体验证、临时阅览证」) says only that its heading
+    applies to it (「不能外借的情况」): a question naming nothing of that heading asks something else.
     """
     if not unit.context or unit.row or not _is_list_item(unit):
         return []
@@ -678,14 +678,14 @@ def _scoped_to(unit: Unit, values: Sequence[str]) -> list[str]:
 
 
 # A worked example (a heading naming one) tells one customer's case: it answers only when no
-# stated rule does. A sentence about the document itself (「本规则说明…」) states no fact.
+# stated rule does. A sentence about the document itself (「本手册介绍…」) states no fact.
 _EXAMPLE_HEADING_RE = re.compile(r"示例|案例|举例|例子|实例|样例|example", re.IGNORECASE)
 _ABOUT_DOCUMENT_RE = re.compile(r"^本(?:规则|政策|文|文档|说明|指南|手册|页|章|节|须知|条款|协议)"
                                 r"(?:主要)?(?:说明|介绍|规定了?|适用于|包括|涵盖|列出)")
 
 
 def _about_document(unit: Unit) -> list[str]:
-    """Return a reason when the unit speaks about its document (「本规则说明…」), stating no fact."""
+    """Return a reason when the unit speaks about its document (「本手册介绍…」), stating no fact."""
     return ["about the document"] if _ABOUT_DOCUMENT_RE.match(_norm(unit.text)) else []
 
 
@@ -1083,14 +1083,14 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
         if measure and not any(m in filler.text for m in _MEASURE_ALIASES.get(measure, (measure,))):
             continue
         before, after = norm[max(0, filler.start - BOUND_WINDOW):filler.start], norm[filler.end:filler.end + 3]
-        before = before.rstrip(":： ")  # 「每笔最低：30元」: the bound word heads the value's cell
+        before = before.rstrip(":： ")  # 「每次最低：2元」: the bound word heads the value's cell
         lower = _LOWER_BEFORE_RE.search(before) or _LOWER_AFTER_RE.search(after)
         upper = _UPPER_BEFORE_RE.search(before) or _UPPER_AFTER_RE.search(after)
         if (bound == "max" and lower and not upper) or (bound == "min" and upper and not lower):
             continue
         if bound and filler.kind in ("amount", "count") and _RATE_FILLER_RE.search(filler.text) \
                 and not (upper if bound == "max" else lower):
-            continue  # 「最高收多少」 is not answered by a plain rate (「按3%收取」)
+            continue  # 「罚息最高多少」 is not answered by a plain rate (「按千分之三计收」)
         if bound and not any(ch.isdigit() for ch in filler.text):  # a limit is a number, not 「全额」「立即」
             continue
         keep.append(filler)
