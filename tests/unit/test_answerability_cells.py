@@ -215,7 +215,7 @@ def _chunk(cid: str, text: str, *headings: str) -> dict:
 
 def test_a_worked_example_answers_only_when_no_stated_rule_does():
     rule = _chunk("r", "会员卡冻结期最长60天。", "三、冻结规则")
-    example = _chunk("e", "会员小李3月1日申请冻结会员卡，冻结期30天，4月1日自动解冻。", "四、示例")
+    example = _chunk("e", "会员小李3月1日申请冻结会员卡，冻结期30天，4月1日自动解冻。", "五、举例")
     q = analyze_question("会员卡最长能冻结多久")
     gate = answerability(q, [rule, example])
     assert gate.evidence_ids() == ["r"]
@@ -244,20 +244,20 @@ def test_a_bound_question_is_not_answered_by_a_plain_rate_or_a_headed_lower_boun
 
 
 def test_a_frequency_without_a_day_does_not_say_when():
-    q = analyze_question("会员积分什么时候到账")
-    assert not judge_unit(q, _unit("会员积分到账后每月使用上限500分。", "会员积分")).answers
-    assert judge_unit(q, _unit("会员积分每月5日到账。", "会员积分")).answers
+    q = analyze_question("读者积分什么时候到账")
+    assert not judge_unit(q, _unit("读者积分到账后每月使用上限500分。", "读者积分")).answers
+    assert judge_unit(q, _unit("读者积分每月5日到账。", "读者积分")).answers
 
 
 def test_a_unit_naming_a_sibling_regime_is_not_about_the_one_asked():
-    # 跨境 is no value of the KB's 商品 dimension (no heading names it), yet 「跨境商品」 is a
+    # 二手 is no value of the KB's 商品 dimension (no heading names it), yet 「二手商品」 is a
     # sibling of the asked 「国产商品」: same head, another modifier.
-    texts = ["进口商品保修1年。", "国产商品保修2年。", "跨境商品保修3个月。", "一般商品保修半年。"]
+    texts = ["进口商品保修1年。", "国产商品保修2年。", "二手商品保修3个月。", "一般商品保修半年。"]
     vocab = build_vocabulary([["手册", "2.5 进口商品"], ["手册", "3.1 国产商品"], ["手册", "4.2 进口商品退货"]], texts)
     q = analyze_question("国产商品保修多久", [], vocab)
     assert q["qualifiers"].get("regime") == ["国产商品"]
     heading = ("手册", "三、保修（国产商品等）")
-    assert not judge_unit(q, _unit("以跨境商品为例，保修3个月。", *heading), vocab=vocab).answers
+    assert not judge_unit(q, _unit("以二手商品为例，保修3个月。", *heading), vocab=vocab).answers
     assert judge_unit(q, _unit("保修2年。", *heading), vocab=vocab).answers
     assert judge_unit(q, _unit("一般商品保修2年。", *heading), vocab=vocab).answers  # the ordinary case
 
