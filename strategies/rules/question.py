@@ -191,10 +191,23 @@ class Vocabulary:
 
 
 @lru_cache(maxsize=1)
-def _pinyin_table() -> dict[str, list[str]]:
-    import jionlp  # noqa: PLC0415 - heavy; loaded on the first repair only
+def _jionlp() -> Any:
+    """Import jionlp once (heavy: on first use), its banner kept off stdout (``--json`` reads it)."""
+    import contextlib  # noqa: PLC0415
+    import io  # noqa: PLC0415
 
-    table: dict[str, list[str]] = jionlp.pinyin_char_loader()
+    with contextlib.redirect_stdout(io.StringIO()):
+        import jionlp  # noqa: PLC0415
+    return jionlp
+
+
+@lru_cache(maxsize=1)
+def _pinyin_table() -> dict[str, list[str]]:
+    import contextlib  # noqa: PLC0415
+    import io  # noqa: PLC0415
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        table: dict[str, list[str]] = _jionlp().pinyin_char_loader()
     return table
 
 
@@ -439,9 +452,7 @@ def _parse_location(text: str) -> dict[str, Any] | None:
 
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            import jionlp
-
-            result = jionlp.parse_location(text)
+            result = _jionlp().parse_location(text)
     except Exception as exc:  # noqa: BLE001 - a parser failure only loses a qualifier
         logger.debug("parse_location failed: %s", exc)
         return None

@@ -267,3 +267,13 @@ def test_a_unit_naming_a_sibling_regime_is_not_about_the_one_asked():
 ])
 def test_a_session_counted_in_jie_is_not_a_festival(question, period):
     assert analyze_question(question)["qualifiers"].get("period") == period
+
+
+def test_the_pinyin_table_loads_without_writing_to_stdout():
+    # ``csagent ask --json`` prints its answer on stdout: jionlp's import banner must not precede it.
+    import subprocess
+    import sys
+
+    code = "from strategies.rules.question import char_sounds; assert char_sounds('押')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout == ""
