@@ -480,11 +480,12 @@ def _sibling_regime(question: Question, unit: Unit, vocab: Vocabulary | None) ->
     question's regime stands only in the heading, and the unit names another modifier of the
     same head (not the ordinary case, 「一般课程」, nor a determiner, 「部分课程」).
     """
-    if vocab is None:
+    regimes = question["qualifiers"].get("regime", [])
+    if vocab is None or not regimes:
         return []
     heads = vocab.values()
     text = _norm(unit.text)
-    for value in question["qualifiers"].get("regime", []):
+    for value in regimes:
         head = heads.get(value, "")
         if not head or not value.endswith(head) or _term_present(value, text):
             continue
@@ -573,7 +574,8 @@ _CONJUNCTIONS = frozenset({"与", "和", "及", "以及", "、", "跟", "或"})
 _NUMBERING_RE = re.compile(r"^\s*(?:第?[\d一二三四五六七八九十]+[、.．章节条]|\d+(?:\.\d+)+)\s*")
 
 
-def _conjuncts(heading: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def _conjuncts(heading: str) -> tuple[str, ...]:
     """Return the coordinated parts of a heading (「自习室预约与续借」 → two), numbering left out."""
     from knowledge.normalize import _tokenizer  # noqa: PLC0415
 
@@ -584,7 +586,7 @@ def _conjuncts(heading: str) -> list[str]:
             current = ""
         else:
             current += word
-    return [p for p in [*parts, current] if p.strip()]
+    return tuple(p for p in [*parts, current] if p.strip())
 
 
 def _other_conjunct(unit: Unit, found: Sequence[str], asked: Sequence[str]) -> list[str]:

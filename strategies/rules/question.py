@@ -17,10 +17,13 @@ base itself: the modifiers that distinguish sibling headings and titles (「跨�
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -37,7 +40,7 @@ logger = logging.getLogger(__name__)
 _CLASSIFIERS = "个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|折"
 _TIME_UNITS = "天|日|工作日|个工作日|小时|个小时|分钟|周|星期|个月|月|年"
 _MONEY = "费率|利率|税率|汇率|钱|元|块|费|价|金额|运费|邮费|手续费|利息|年费|押金|定金|尾款|补贴|赔偿|退款金额"
-# Adverbs that may stand between a noun and its interrogative (「押金一般是多少」).
+# Adverbs that may stand between a noun and its interrogative (「年费大概是多少」).
 _HEDGES = "一般|大概|大约|通常|一共|总共|现在|目前|大致|具体"
 _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
     ("reason", re.compile(r"为什么|为啥|为何|什么原因|怎么回事|原因是|\bwhy\b")),
@@ -153,14 +156,7 @@ class Vocabulary:
         """
         if len(term) < 2 or not _HAN_RE.search(term):
             return self.document_frequency(term) > 0
-        for text in self.texts:
-            start = text.find(term)
-            edges = word_edges(text) if start >= 0 else frozenset()
-            while start >= 0:
-                if start in edges and start + len(term) in edges:
-                    return True
-                start = text.find(term, start + 1)
-        return False
+        return any(True for _ in self._whole_word_spans(term))
 
     def writes_within_word(self, term: str, index: int) -> bool:
         """Return True when the KB writes ``term`` as whole words, its ``index``-th character inside a longer one.
@@ -168,17 +164,23 @@ class Vocabulary:
         「交押金」 (交|押金) has its 「金」 inside 「押金」; 「课时还」 (课时|还) has its 「还」 as a
         word of its own, so a customer's 「课时换」 is not a misspelt 「课时还」.
         """
+        for text, start in self._whole_word_spans(term):
+            edges, at = sorted(word_edges(text)), start + index
+            left = max(e for e in edges if e <= at)
+            right = min(e for e in edges if e > at)
+            if start <= left and right <= start + len(term) and right - left >= 2:
+                return True
+        return False
+
+    def _whole_word_spans(self, term: str) -> Iterator[tuple[str, int]]:
+        """Yield (text, start) for each occurrence of ``term`` that begins and ends on a word edge."""
         for text in self.texts:
             start = text.find(term)
-            edges = sorted(word_edges(text)) if start >= 0 else []
+            edges = word_edges(text) if start >= 0 else frozenset()
             while start >= 0:
-                end, at = start + len(term), start + index
-                left = max(e for e in edges if e <= at)
-                right = min(e for e in edges if e > at)
-                if start in edges and end in edges and start <= left and right <= end and right - left >= 2:
-                    return True
+                if start in edges and start + len(term) in edges:
+                    yield text, start
                 start = text.find(term, start + 1)
-        return False
 
     def values(self) -> dict[str, str]:
         """Return every regime value (modifier, and modifier+head) → its dimension's head."""
@@ -193,9 +195,6 @@ class Vocabulary:
 @lru_cache(maxsize=1)
 def _jionlp() -> Any:
     """Import jionlp once (heavy: on first use), its banner kept off stdout (``--json`` reads it)."""
-    import contextlib  # noqa: PLC0415
-    import io  # noqa: PLC0415
-
     with contextlib.redirect_stdout(io.StringIO()):
         import jionlp  # noqa: PLC0415
     return jionlp
@@ -203,9 +202,6 @@ def _jionlp() -> Any:
 
 @lru_cache(maxsize=1)
 def _pinyin_table() -> dict[str, list[str]]:
-    import contextlib  # noqa: PLC0415
-    import io  # noqa: PLC0415
-
     with contextlib.redirect_stdout(io.StringIO()):
         table: dict[str, list[str]] = _jionlp().pinyin_char_loader()
     return table
@@ -214,8 +210,6 @@ def _pinyin_table() -> dict[str, list[str]]:
 @lru_cache(maxsize=8192)
 def char_sounds(char: str) -> frozenset[str]:
     """Return the toneless pinyin readings of one character (jionlp's table; empty if unknown)."""
-    import unicodedata  # noqa: PLC0415
-
     out = set()
     for reading in _pinyin_table().get(char, ()):
         spelt = unicodedata.normalize("NFD", reading).replace("u\u0308", "v")  # ü is not u
@@ -447,9 +441,6 @@ _PLACE_SUFFIXES = ("省", "市", "县", "区", "州", "盟", "旗", "镇")
 @lru_cache(maxsize=4096)
 def _parse_location(text: str) -> dict[str, Any] | None:
     """Run jionlp's location parser (its import prints a banner: kept off stdout)."""
-    import contextlib
-    import io
-
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             result = _jionlp().parse_location(text)
