@@ -202,8 +202,13 @@ def _jionlp() -> Any:
 
 @lru_cache(maxsize=1)
 def _pinyin_table() -> dict[str, list[str]]:
-    with contextlib.redirect_stdout(io.StringIO()):
-        table: dict[str, list[str]] = _jionlp().pinyin_char_loader()
+    """Return jionlp's character → readings table; empty (no respelling) if it cannot be loaded."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            table: dict[str, list[str]] = _jionlp().pinyin_char_loader()
+    except Exception as exc:  # noqa: BLE001 - a missing table only turns the respelling off
+        logger.warning("pinyin table unavailable, misspelt words are not respelt: %s", exc)
+        return {}
     return table
 
 

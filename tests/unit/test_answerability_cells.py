@@ -277,3 +277,20 @@ def test_the_pinyin_table_loads_without_writing_to_stdout():
     code = "from strategies.rules.question import char_sounds; assert char_sounds('押')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout == ""
+
+
+def test_without_the_pinyin_table_nothing_is_respelt_and_nothing_raises(monkeypatch):
+    import strategies.rules.question as question
+
+    def broken() -> None:
+        raise OSError("table missing")
+
+    monkeypatch.setattr(question, "_jionlp", broken)
+    question._pinyin_table.cache_clear()
+    question.char_sounds.cache_clear()
+    vocab = build_vocabulary([["会员手册", "押金"]], ["押金退还：退卡时押金原路退回。"])
+    try:
+        assert repair_homophones(["押进"], vocab) == {}
+    finally:
+        question._pinyin_table.cache_clear()  # the next caller loads the real table again
+        question.char_sounds.cache_clear()
