@@ -761,6 +761,26 @@ def _prefer_governed(verdicts: Sequence[UnitVerdict], question: Question,
                  if v.answers and not governed(v) else v for v in verdicts)
 
 
+# The verb a yes-no question asks about follows its modal: 「能开发票吗」 → 开.
+_ASKED_VERB_RE = re.compile(r"(?:能不能|可不可以|会不会|要不要|能否|可否|可以|允许|能|会)([\u4e00-\u9fff])")
+_NOT_VERBS = frozenset("不没的了是有在把被给对和与")
+
+
+def _negated_predicate(question: str, text: str) -> tuple[Filler, ...]:
+    """Return the negated asked verb of a yes-no question in ``text`` (「不开具」 for 「能开…吗」).
+
+    A rule that says 「不」 + the very verb the question asks about answers it (no), whatever
+    the verb: the general polarity words (「不能」「不支持」…) do not list every verb.
+    """
+    edges = word_edges(question, hmm=False)  # the modal is a word of its own (not the 会 of 会员)
+    match = next((m for m in _ASKED_VERB_RE.finditer(question) if m.start() in edges and m.start(1) in edges), None)
+    if not match or match.group(1) in _NOT_VERBS:
+        return ()
+    norm = _norm(text)
+    found = re.search(f"(?:不|无法|不再)(?:予以?)?{re.escape(match.group(1))}", norm)
+    return (Filler("yesno", found.group(0), found.start(), found.end()),) if found else ()
+
+
 def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = None,
                weights: Mapping[str, float] | None = None, slot: Slot | None = None,
                min_share: float = MIN_SUBJECT_SHARE) -> UnitVerdict:
@@ -768,6 +788,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     asked = slot or question["slot"]
     dims = vocab.dimensions if vocab else {}
     fillers = tuple(slot_fillers(asked, unit.text))
+    if not fillers and asked == "yesno":
+        fillers = _negated_predicate(question["norm"], unit.text)
     if not fillers and asked == "yesno" and unit.context and _is_list_item(unit):
         fillers = tuple(slot_fillers(asked, unit.context[-1]))  # 「不适用…的商品」 over its items
     if asked == "count" and _CLASSIFIED_COUNT_RE.search(question["norm"]):

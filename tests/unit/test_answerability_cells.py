@@ -321,3 +321,9 @@ def test_a_question_timed_from_its_anchor_asks_about_what_follows():
     reviewed = _library_chunk("c", "续借的书由馆员在2个工作日内审核。")
     gate = answerability(analyze_question("续借审核通过了几天内要取书"), [_REVIEW_AFTER, reviewed])
     assert "a" in gate.evidence_ids()
+
+
+def test_a_rule_negating_the_asked_verb_answers_a_yes_no_question():
+    unit = _unit("会员卡一经售出不转让给他人。", "会员手册", "会员卡")
+    assert judge_unit(analyze_question("会员卡能转让吗"), unit).answers
+    assert not judge_unit(analyze_question("会员卡能冻结吗"), unit).answers  # another verb: no answer
