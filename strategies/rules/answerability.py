@@ -352,7 +352,7 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
 
 # Kinds whose conflict makes a cited unit another regime's (a unit listing other regions or
 # payment methods beside the asked one is usually a general rule, so those are left to binding).
-ATTRIBUTION_KINDS = frozenset({"tier", "regime", "version", "category"})
+ATTRIBUTION_KINDS = frozenset({"tier", "regime", "version", "category", "excepted"})
 VALUE_SLOTS = frozenset({"date", "duration", "amount", "count", "person_org", "place"})
 STRICT_KINDS = frozenset({"regime", "version"})  # must be present, not only uncontradicted
 
@@ -405,6 +405,18 @@ class QualifierCheck:
         return not self.conflicts and not any(k in STRICT_KINDS for k in self.absent)
 
 
+# Where a rule names what it does not cover: 「（新疆、西藏除外）」「除港澳台外」「不含偏远地区」.
+_EXCEPTION_RE = re.compile(r"[（(][^（）()]{1,40}除外[）)]|[^，。；;：:（）()]{1,40}除外|除了?[^，。；;]{1,30}?(?:以外|之外|外)"
+                           r"|(?:不含|不包括|不包含)[^，。；;）)]{1,30}")
+
+
+def _only_excepted(value: str, norm: str) -> bool:
+    """Return True when every mention of ``value`` in ``norm`` is inside an exception (「…除外」)."""
+    spans = [m.span() for m in _EXCEPTION_RE.finditer(norm)]
+    starts = [m.start() for m in re.finditer(re.escape(value.lower()), norm)]
+    return bool(starts) and bool(spans) and all(any(a <= i < b for a, b in spans) for i in starts)
+
+
 def qualifier_check(question: Question, unit: Unit,
                     dims: Mapping[str, frozenset[str]] | None = None) -> QualifierCheck:
     """Check the question's qualifiers against a unit, its heading path and its chunk.
@@ -412,7 +424,9 @@ def qualifier_check(question: Question, unit: Unit,
     A qualifier is *matched* when its value occurs in the unit, its headings or its chunk; it is
     *contradicted* when the unit or its headings name another value of the same kind (another
     region, tier or payment method; another modifier of the same regime dimension) and not
-    the asked one; otherwise it is *absent*.
+    the asked one; otherwise it is *absent*. A value the unit names only as an exception
+    (「大陆地区（新疆、西藏除外）」) is contradicted too, except for a yes-no question (「寄西藏包邮吗」
+    is answered by the exception).
     """
     dims = dims or {}
     near = _norm(unit.text + " " + " ".join(unit.context))
@@ -428,6 +442,10 @@ def qualifier_check(question: Question, unit: Unit,
         own = [o for o in pool if o.lower() in body] if kind in ATTRIBUTION_KINDS else []
         if own and not any(_term_present(v, body) for v in values):
             conflicts[kind] = own  # the unit itself names another regime; a title listing all does not help
+            continue
+        if hit and question["slot"] != "yesno" and all(_only_excepted(v, body) for v in hit) \
+                and not any(_term_present(v, _norm(" ".join(unit.context))) for v in hit):
+            conflicts.setdefault("excepted", []).extend(f"{v}除外" for v in hit)  # 「大陆地区（西藏除外）」
             continue
         if hit:
             matched[kind] = hit

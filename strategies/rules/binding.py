@@ -117,7 +117,7 @@ def attribution_problems(question: Question, support: Sequence[Unit], vocab: Voc
 
 
 _KIND_LABELS = {"region": "地区", "tier": "会员等级", "payment": "支付方式", "regime": "适用范围",
-                "version": "版本", "period": "时段", "category": "类目"}
+                "version": "版本", "period": "时段", "category": "类目", "excepted": "适用范围"}
 
 
 # --------------------------------------------------------------------------- claim binding

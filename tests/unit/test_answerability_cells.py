@@ -13,6 +13,7 @@ import pytest
 from strategies.rules.answerability import (
     Unit,
     _cell_fillers,
+    _only_excepted,
     answerability,
     judge_unit,
     slot_fillers,
@@ -327,3 +328,26 @@ def test_a_rule_negating_the_asked_verb_answers_a_yes_no_question():
     unit = _unit("会员卡一经售出不转让给他人。", "会员手册", "会员卡")
     assert judge_unit(analyze_question("会员卡能转让吗"), unit).answers
     assert not judge_unit(analyze_question("会员卡能冻结吗"), unit).answers  # another verb: no answer
+
+
+@pytest.mark.parametrize(("text", "excepted"), [
+    ("大陆地区（海南、西藏除外）保修上门", True),
+    ("除海南外全国上门", True),
+    ("全国上门，不含海南、西藏", True),
+    ("海南、西藏需寄修", False),
+    ("大陆地区上门（海南需寄修）", False),
+])
+def test_a_value_named_only_as_an_exception(text, excepted):
+    assert _only_excepted("海南", text) is excepted
+
+
+def test_a_rule_that_excepts_the_asked_region_does_not_answer_for_it():
+    general = _unit("大陆地区（海南、西藏除外）上门维修费50元。", "售后手册", "上门维修")
+    remote = _unit("海南、西藏上门维修费80元。", "售后手册", "上门维修")
+    q = analyze_question("海南上门维修费多少钱")
+    assert q["qualifiers"].get("region") == ["海南"]
+    verdict = judge_unit(q, general)
+    assert not verdict.answers and verdict.qualifiers.conflicts == {"excepted": ["海南除外"]}
+    assert judge_unit(q, remote).answers
+    # A yes-no question is answered by the exception itself.
+    assert judge_unit(analyze_question("海南能上门维修吗"), _unit("大陆地区（海南、西藏除外）支持上门维修。", "上门维修")).answers

@@ -171,3 +171,12 @@ def test_attribution_checks_every_supporting_unit() -> None:
     assert attribution_problems(question, units[:1], vocab) == []
     assert attribution_problems(question, units, vocab)  # the second unit is the domestic rule
     assert attribution_problems(question, units[1:], None) == []  # no vocabulary: no regime dimension
+
+
+def test_a_unit_that_excepts_the_asked_region_does_not_support_a_claim_for_it() -> None:
+    units = evidence_units([{"id": "a#1", "title": "售后手册", "text": "大陆地区（海南、西藏除外）上门维修费50元。"},
+                            {"id": "b#1", "title": "售后手册", "text": "海南、西藏上门维修费80元。"}])
+    question = analyze_question("海南上门维修费多少钱")
+    assert attribution_problems(question, units[:1]) == ["资料属于其他适用范围（海南除外）"]
+    assert attribution_problems(question, units[1:]) == []
+    assert attribution_problems(analyze_question("西安上门维修费多少钱"), units[:1]) == []
