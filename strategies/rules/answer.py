@@ -16,8 +16,9 @@ word lists: ``QUESTION_FILLERS``, ``QUERY_STOPWORDS``. A profile may override th
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from contracts.evidence import Evidence
 from contracts.question import Question, QuestionTerms
@@ -25,7 +26,12 @@ from contracts.routing import FailReason
 from knowledge.gazetteer import province_of
 from knowledge.normalize import normalize_text, tokenize
 from strategies.protocols import AnswerRequest, Draft, Profile
-from strategies.rules.answerability import MIN_SUBJECT_SHARE, UNCOVERED_PART, answerability
+from strategies.rules.answerability import (
+    MIN_SUBJECT_SHARE,
+    UNCOVERED_PART,
+    answerability,
+    list_lead_in,
+)
 from strategies.rules.claims import split_units, strip_citations
 from strategies.rules.extract import (
     build_candidates,
@@ -296,7 +302,8 @@ def compose_offline(question: str, queries: list[str], evidence: list[Evidence],
                                   semantic_share=gate.semantic_share,
                                   accept=answer_gate.accepts if answer_gate is not None else None,
                                   terms=analysis.get("terms") if analysis is not None else None)
-        sentences.extend(f"{plain}【来源:{eid}】。" for plain, eid in picked)
+        by_id = {str(e.get("id")): e for e in evidence} if analysis is not None and analysis["slot"] == "yesno" else {}
+        sentences.extend(f"{_introduced(plain, by_id.get(eid, {}))}【来源:{eid}】。" for plain, eid in picked)
     if not sentences:
         return NO_ANSWER, "no_evidence" if not has_tools else (fail_reason or "no_evidence")
     if partly:
@@ -304,6 +311,16 @@ def compose_offline(question: str, queries: list[str], evidence: list[Evidence],
     if dropped:
         sentences.append(CANNOT_CONFIRM)
     return "".join(sentences), fail_reason
+
+
+def _introduced(plain: str, item: Mapping[str, Any]) -> str:
+    """Return a bare list item with what introduces its list (「不支持换货的情况：生鲜商品」).
+
+    Used for yes-no questions, whose answer (the polarity) is in what introduces the list.
+    """
+    headings = item.get("heading_path") or []
+    lead = list_lead_in(plain, str(item.get("text", "")), str(headings[-1]) if headings else "")
+    return f"{lead}：{plain}" if lead else plain
 
 
 class RulesAnswerer:

@@ -477,6 +477,48 @@ class UnitVerdict:
     reason: str = ""
 
 
+_ASIDE_RE = re.compile(r"（[^（）]*）|\([^()]*\)|“[^“”]*”|\"[^\"]*\"|《[^《》]*》")
+_HEADING_NUMBER_RE = re.compile(r"^\s*(?:[一二三四五六七八九十]+[、.]|\d+(?:\.\d+)*[、.\s]|第[一二三四五六七八九十\d]+[章节条])\s*")
+
+
+def list_lead_in(item: str, chunk_text: str, heading: str = "") -> str:
+    """Return what a bare list item is an item of: the list's lead-in line, else its heading.
+
+    An item such as 「使用礼品卡支付的部分」 says nothing alone; the line introducing its list
+    (「以下情况不开具发票：」) or the heading above it (「六、不能开具发票的情况」) says what it
+    is. Returns ``""`` when ``item`` is not a marked item of ``chunk_text``'s list, states a
+    rule of its own (a polarity or a statement), or nothing introduces it.
+    """
+    text = _ASIDE_RE.sub("", _norm(item))  # a remark or a quoted label is not the item's own rule
+    if len(text) > LIST_ITEM_CHARS or _YESNO_RE.search(text) or _STATEMENT_RE.search(text):
+        return ""
+    lines = chunk_text.splitlines()
+    at = next((i for i, line in enumerate(lines) if item in line and _LIST_MARK_RE.match(line)), None)
+    if at is None:
+        return ""
+    for line in reversed(lines[:at]):
+        stripped = line.strip()
+        if not stripped or _LIST_MARK_RE.match(stripped):
+            continue
+        if stripped.endswith(("：", ":")) and not stripped.startswith("#"):
+            return re.split(r"[。！？!?；;]", stripped.rstrip("：:"))[-1].strip()  # its own sentence only
+        break
+    return _HEADING_NUMBER_RE.sub("", heading).strip() if _LIST_HEADING_RE.search(heading) else ""
+
+
+def with_list_heading(text: str, headings: Sequence[str]) -> str:
+    """Return a chunk's text with the heading that introduces its list, when it opens with one.
+
+    A chunk that starts with the items of 「六、不能开具发票的情况」 states, with that heading,
+    「不能开具发票的情况：…」 for each item; the verifier reads it so (see :func:`list_lead_in`).
+    """
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    heading = str(headings[-1]) if headings else ""
+    if not _LIST_MARK_RE.match(first) or not _LIST_HEADING_RE.search(heading):
+        return text
+    return f"{_HEADING_NUMBER_RE.sub('', heading).strip()}：\n{text}"
+
+
 def _is_list_item(unit: Unit) -> bool:
     """Return True for a unit that is an item of a list under its heading (no verb of its own).
 

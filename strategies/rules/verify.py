@@ -20,7 +20,7 @@ from contracts.evidence import Evidence
 from contracts.question import Question
 from contracts.verification import Check, ClaimResult, Verification, overall_of
 from strategies.protocols import CheckRequest
-from strategies.rules.answerability import evidence_units
+from strategies.rules.answerability import evidence_units, with_list_heading
 from strategies.rules.binding import (
     attribution_problems,
     claim_binding,
@@ -274,7 +274,9 @@ def code_claims(question: str, answer: str, ev_by_id: dict[str, Evidence],
             problems.append("事实陈述没有标注来源")
         ids = [c for c in cited if c in ev_by_id] or ([] if cited else all_ids)
         problems += [f"引用了已失效的旧版本 {c}" for c in ids if ev_by_id[c].get("superseded")]
-        problems += check_sentence(sentence, [str(ev_by_id[i].get("text", "")) for i in ids], question)
+        texts = [with_list_heading(str(ev_by_id[i].get("text", "")), ev_by_id[i].get("heading_path") or [])
+                 for i in ids]
+        problems += check_sentence(sentence, texts, question)
         bound, unit_ids = _binding(sentence, [ev_by_id[i] for i in ids], analysis, vocab)
         problems += bound
         actions = claimed_actions(sentence)

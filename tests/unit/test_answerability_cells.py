@@ -16,8 +16,10 @@ from strategies.rules.answerability import (
     _only_excepted,
     answerability,
     judge_unit,
+    list_lead_in,
     slot_fillers,
     unknown_terms,
+    with_list_heading,
 )
 from strategies.rules.question import (
     analyze_question,
@@ -351,3 +353,36 @@ def test_a_rule_that_excepts_the_asked_region_does_not_answer_for_it():
     assert judge_unit(q, remote).answers
     # A yes-no question is answered by the exception itself.
     assert judge_unit(analyze_question("海南能上门维修吗"), _unit("大陆地区（海南、西藏除外）支持上门维修。", "上门维修")).answers
+
+
+_LOAN_LIST = "年费说明如下。以下情况不收年费：\n\n1. 首年开卡的主卡；\n2. 当年刷卡满6次的卡（含附属卡）；\n3. 按月还款提醒短信费用另计。"
+
+
+def test_a_bare_list_item_is_introduced_by_its_lead_in_or_its_heading():
+    assert list_lead_in("首年开卡的主卡", _LOAN_LIST) == "以下情况不收年费"  # the lead-in's own sentence
+    assert list_lead_in("当年刷卡满6次的卡（含附属卡）", _LOAN_LIST) == "以下情况不收年费"
+    assert list_lead_in("按月还款提醒短信费用另计", _LOAN_LIST) == ""  # a rule of its own
+    items = "- 挂失后补办的卡；\n- 公务卡。"
+    assert list_lead_in("公务卡", items, "五、不能分期的情况") == "不能分期的情况"
+    assert list_lead_in("公务卡", items, "五、分期") == ""  # a heading that introduces no list
+    assert list_lead_in("公务卡", "公务卡。", "五、不能分期的情况") == ""  # not a list item
+
+
+def test_the_verifier_reads_a_list_under_its_heading():
+    items = "- 挂失后补办的卡；\n- 公务卡。"
+    assert with_list_heading(items, ["信用卡手册", "五、不能分期的情况"]).startswith("不能分期的情况：\n")
+    assert with_list_heading("公务卡不能分期。", ["信用卡手册", "五、不能分期的情况"]) == "公务卡不能分期。"
+
+
+def test_a_yes_no_answer_from_a_list_item_carries_its_heading_and_passes_the_verifier():
+    from strategies.rules.answer import Gate, compose_offline
+    from strategies.rules.verify import code_claims
+
+    chunk = {"id": "card#1", "doc_id": "card", "title": "信用卡手册", "heading_path": ["信用卡手册", "五、不能分期的情况"],
+             "text": "- 挂失后补办的卡；\n- 公务卡。", "kind": "chunk"}
+    question = "公务卡能分期吗"
+    draft, reason = compose_offline(question, [question], [chunk], gate=Gate(min_dense=None),
+                                    analysis=analyze_question(question))
+    assert reason is None and draft.startswith("不能分期的情况：公务卡【来源:card#1】")
+    claims, _ = code_claims(question, draft, {"card#1": chunk}, False)
+    assert [c["status"] for c in claims] == ["supported"]
