@@ -62,6 +62,8 @@ class Unit:
         row: True for a table row (rendered 「列名：值，…」).
         superseded: The item is a superseded policy version.
         chunk_text: The whole text of the item (for presence of a qualifier in the chunk).
+        label: The label of the list item a later sentence belongs to (「次日达」 of
+            「- 次日达：…送达。普通会员加收6元…」), else ``""``.
 
     """
 
@@ -73,15 +75,24 @@ class Unit:
     row: bool = False
     superseded: bool = False
     chunk_text: str = ""
+    label: str = ""
 
 
 def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-def _split_text(text: str) -> list[tuple[str, bool]]:
-    """Return (unit text, is table row) pairs of one chunk's text."""
-    out: list[tuple[str, bool]] = []
+# 「- 次日达：…次日送达。普通会员加收6元…」: the item's label names what its later sentences are about.
+_ITEM_LABEL_RE = re.compile(r"([^：:，,。；;（）()]{1,12})[：:]")
+
+
+def _split_text(text: str) -> list[tuple[str, bool, str]]:
+    """Return (unit text, is table row, item label) triples of one chunk's text.
+
+    The label of a labelled list item (「次日达：」) is given for the item's second and later
+    sentences, which do not repeat it.
+    """
+    out: list[tuple[str, bool, str]] = []
     header: list[str] = []
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -95,17 +106,18 @@ def _split_text(text: str) -> list[tuple[str, bool]]:
                 continue
             cells = _cells(stripped)
             if header and len(header) == len(cells):
-                out.append(("，".join(f"{h}：{c}" for h, c in zip(header, cells, strict=True) if c), True))
+                out.append(("，".join(f"{h}：{c}" for h, c in zip(header, cells, strict=True) if c), True, ""))
             else:
-                out.append(("，".join(c for c in cells if c), True))
+                out.append(("，".join(c for c in cells if c), True, ""))
             continue
         header = []
         if not stripped or stripped.startswith("#"):
             continue
-        for piece in _SENT_SPLIT_RE.split(stripped):
+        label = _ITEM_LABEL_RE.match(_LIST_MARK_RE.sub("", stripped)) if _LIST_MARK_RE.match(stripped) else None
+        for n, piece in enumerate(_SENT_SPLIT_RE.split(stripped)):
             piece = _LIST_MARK_RE.sub("", _CITE_RE.sub("", piece or "")).strip()
             if len(piece) >= MIN_UNIT_CHARS and not piece.endswith(("：", ":")):
-                out.append((piece, False))
+                out.append((piece, False, label.group(1) if label and n else ""))
     return out
 
 
@@ -124,9 +136,9 @@ def evidence_units(evidence: Sequence[Mapping[str, Any]], *, include_tools: bool
             continue
         text = str(item.get("text", ""))
         context = tuple(str(h) for h in [item.get("title", ""), *(item.get("heading_path") or [])] if h)
-        for n, (piece, row) in enumerate(_split_text(text)):
+        for n, (piece, row, label) in enumerate(_split_text(text)):
             units.append(Unit(id=f"{item.get('id')}@{n}", evidence_id=str(item.get("id")),
-                              doc_id=str(item.get("doc_id", "")), text=piece, context=context, row=row,
+                              doc_id=str(item.get("doc_id", "")), text=piece, context=context, row=row, label=label,
                               superseded=bool(item.get("superseded")), chunk_text=text))
     return units
 
@@ -611,14 +623,15 @@ _LABEL_RE = re.compile(r"^([^，,。；;：:]{2,8})[：:]")
 def _sibling_label(unit: Unit, found: Sequence[str]) -> list[str]:
     """Return the unit's label when it names a sibling of a term found only in its headings.
 
-    Under a heading 「次日达与当日达」, a unit labelled 「当日达：…」 is about 当日达: a question
-    on 次日达 found its term in the heading, not in the unit. A sibling shares the term's last
+    Under a heading 「次日达与当日达」, a unit labelled 「当日达：…」 (or a later sentence of the
+    item so labelled) is about 当日达: a question on 次日达 found its term in the heading, not
+    in the unit. A sibling shares the term's last
     character (its head) and differs from it.
     """
     match = _LABEL_RE.match(_norm(unit.text))
-    if not match:
+    if not match and not unit.label:
         return []
-    label, body = match.group(1), _norm(unit.text)
+    label, body = match.group(1) if match else _norm(unit.label), _norm(unit.text)
     return [label for t in found if _HAN_RE.search(t) and not _term_present(t, body) and _is_sibling(label, t)][:1]
 
 

@@ -15,6 +15,7 @@ from strategies.rules.answerability import (
     _cell_fillers,
     _only_excepted,
     answerability,
+    evidence_units,
     judge_unit,
     list_lead_in,
     slot_fillers,
@@ -386,3 +387,13 @@ def test_a_yes_no_answer_from_a_list_item_carries_its_heading_and_passes_the_ver
     assert reason is None and draft.startswith("不能分期的情况：公务卡【来源:card#1】")
     claims, _ = code_claims(question, draft, {"card#1": chunk}, False)
     assert [c["status"] for c in claims] == ["supported"]
+
+
+def test_a_later_sentence_of_a_labelled_item_belongs_to_its_label():
+    chunk = {"id": "gym#1", "doc_id": "gym", "title": "会员手册", "heading_path": ["3.2 早场与晚场"],
+             "text": "- 早场：6:00开门，9:00闭馆。会员每次加收5元；\n- 晚场：18:00开门，每次加收8元。"}
+    units = evidence_units([chunk])
+    assert [u.label for u in units] == ["", "早场", ""]
+    q = analyze_question("晚场每次加收多少钱")
+    assert not judge_unit(q, units[1]).answers  # 「会员每次加收5元」 is the morning session's
+    assert judge_unit(q, units[2]).answers
