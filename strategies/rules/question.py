@@ -387,6 +387,27 @@ def normalize_question(text: str) -> str:
     return re.sub(r"(\d)\s*个(工作日|小时|月)", r"\1\2", norm)
 
 
+# A question that restates a value and asks to have it confirmed (「…30天内都能退，是吧」, 「不是…都赔
+# 12块吗」) asks for that value: the answer is the value the evidence states, whatever was said.
+_CONFIRM_TAG_RE = re.compile(r"(?:是吧|对吧|对不对|没错吧|对吗|是吗)(?:[，,。][^？?]{0,20})?[?？。!！\s]*$|^.{0,20}不是.+吗[?？]?$")
+_STATED_VALUES: tuple[tuple[Slot, re.Pattern[str]], ...] = (
+    ("duration", re.compile(rf"\d+\s*个?(?:{_TIME_UNITS})")),
+    ("amount", re.compile(r"\d+(?:\.\d+)?\s*(?:元|块)|满\d+")),
+)
+
+
+# 「你们客服上次说…」「我听说…」: who said it is the frame of a restated claim, not its subject.
+_REPORT_FRAME_RE = re.compile(r"^[^，,。？?]{0,10}?(?:听说|说过|说|讲过|讲|告诉我|承诺过?)(?!明)[，,：:\s]*")
+
+
+def confirmed_slot(norm: str) -> Slot | None:
+    """Return the kind of the one value a confirmation question restates (None when it is no such question)."""
+    if not _CONFIRM_TAG_RE.search(norm):
+        return None
+    kinds = [slot for slot, pattern in _STATED_VALUES if pattern.search(norm)]
+    return kinds[0] if len(kinds) == 1 else None
+
+
 def asked_slot(norm: str) -> Slot:
     """Return the slot a (normalised) question's form asks for (see the module docstring)."""
     if not norm.strip():
@@ -752,12 +773,14 @@ def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,
     parts = split_parts(raw)
     slot = asked_slot(normalize_question(parts[0]) if parts else bare)
     first = normalize_question(parts[0]) if parts else bare
+    confirmed = confirmed_slot(bare) if slot in ("none", "yesno") and not parts else None
+    slot = confirmed or slot
     measure = question_measure(first)
     if measure and slot == "amount":  # 「要多少分」: counted in a classifier, not money
         slot = "count"
     quals = _qualifiers(bare, vocab)
     negated = _negated(bare, quals)
-    tokens, subject = _subject_terms(bare, quals)
+    tokens, subject = _subject_terms(_REPORT_FRAME_RE.sub("", bare) if confirmed else bare, quals)
     mended = mend_segmentation(bare, subject, vocab)
     subject = list(dict.fromkeys(mended.get(t, t) for t in subject if mended.get(t, t)))
     quals = {k: [v for v in vals if v not in negated] for k, vals in quals.items()}

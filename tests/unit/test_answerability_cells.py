@@ -405,3 +405,24 @@ def test_a_question_whether_there_is_something_prefers_the_unit_saying_so():
     q = analyze_question("办卡有押金吗")
     assert answerability(q, [mention, states]).evidence_ids() == ["s"]
     assert answerability(q, [mention]).evidence_ids() == ["m"]  # never a decline by itself
+
+
+@pytest.mark.parametrize(("question", "slot", "subject"), [
+    ("教练上次说会员卡能冻结60天，是吧", "duration", ["会员卡", "冻结"]),
+    ("年费不是每年都收300元吗", "amount", None),
+    ("我听说泳池押金200块对吧，我是年卡会员", "amount", None),
+    ("泳池押金能退吗", "yesno", None),
+])
+def test_a_confirmation_question_asks_for_the_value_it_restates(question, slot, subject):
+    q = analyze_question(question)
+    assert q["slot"] == slot
+    if subject is not None:
+        assert q["subject_terms"] == subject  # who said it is not what it is about
+
+
+def test_a_confirmation_question_is_answered_by_the_value_the_rule_states():
+    rule = _unit("会员卡每年可冻结一次，最长30天。", "会员手册", "冻结")
+    mention = _unit("会员卡冻结需到前台办理。", "会员手册", "冻结")
+    q = analyze_question("教练上次说会员卡能冻结60天，是吧")
+    assert judge_unit(q, rule).answers
+    assert not judge_unit(q, mention).answers
