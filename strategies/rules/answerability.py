@@ -854,35 +854,6 @@ def _negated_predicate(question: str, text: str) -> tuple[Filler, ...]:
     return (Filler("yesno", found.group(0), found.start(), found.end()),) if found else ()
 
 
-_EXISTENCE_ASKED_RE = re.compile(r"有没有|是否有|(?<![没还])有(?=[^，。？?]{1,10}吗)")
-
-
-def _prefer_existence(verdicts: Sequence[UnitVerdict], question: Question) -> tuple[UnitVerdict, ...]:
-    """Return the verdicts of a 「有X吗」 question with units stating whether there is an X first.
-
-    「…有冷静期吗」 is answered by 「…有15天冷静期」, not by a sentence that only mentions
-    the period (「冷静期结束后…」); the others are set aside when such a unit answers. Whether
-    the question is answered never changes.
-    """
-    norm = question["norm"]
-    asked = _EXISTENCE_ASKED_RE.search(norm) if question["slot"] == "yesno" and not question["parts"] else None
-    if asked is None:
-        return tuple(verdicts)
-    rest = norm[asked.end():]
-    thing = next((t for t in question["subject_terms"] if t in rest), None)
-    if thing is None:
-        return tuple(verdicts)
-    states = re.compile(rf"(?:有|没有|无|不设|设有)[^，。；;]{{0,8}}?{re.escape(thing)}")
-
-    def stated(verdict: UnitVerdict) -> bool:
-        return bool(states.search(_norm(verdict.unit.text)))
-
-    if not any(v.answers and stated(v) for v in verdicts):
-        return tuple(verdicts)
-    return tuple(replace(v, answers=False, reason=f"does not say whether there is {thing}")
-                 if v.answers and not stated(v) else v for v in verdicts)
-
-
 def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = None,
                weights: Mapping[str, float] | None = None, slot: Slot | None = None,
                min_share: float = MIN_SUBJECT_SHARE) -> UnitVerdict:
@@ -1336,8 +1307,7 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
             covered.append(any(v.answers for v in part_verdicts))
             verdicts = [a if a.answers or not b.answers else b
                         for a, b in zip(verdicts, part_verdicts, strict=True)]
-    preferred = _prefer_existence(_prefer_governed(_prefer_rules(verdicts), question, vocab), question)
-    return AnswerGate(preferred, tuple(covered))
+    return AnswerGate(_prefer_governed(_prefer_rules(verdicts), question, vocab), tuple(covered))
 
 
 

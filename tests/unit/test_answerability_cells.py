@@ -399,14 +399,6 @@ def test_a_later_sentence_of_a_labelled_item_belongs_to_its_label():
     assert judge_unit(q, units[2]).answers
 
 
-def test_a_question_whether_there_is_something_prefers_the_unit_saying_so():
-    mention = _chunk("m", "押金在退卡时可以退还。", "押金")
-    states = _chunk("s", "办卡时有200元押金，退卡时原路退还。", "押金")
-    q = analyze_question("办卡有押金吗")
-    assert answerability(q, [mention, states]).evidence_ids() == ["s"]
-    assert answerability(q, [mention]).evidence_ids() == ["m"]  # never a decline by itself
-
-
 @pytest.mark.parametrize(("question", "slot", "subject"), [
     ("教练上次说会员卡能冻结60天，是吧", "duration", ["会员卡", "冻结"]),
     ("年费不是每年都收300元吗", "amount", None),
