@@ -777,63 +777,6 @@ def _prefer_rules(verdicts: Sequence[UnitVerdict]) -> tuple[UnitVerdict, ...]:
                  if v.answers and _is_example(v.unit) else v for v in verdicts)
 
 
-# The anchor's event is where the value counts from, not what it measures: 「审核通过后7天内寄回」.
-_STARTS_FROM_RE = re.compile(r"(?:通过|完成|成功|结束|之日)?(?:后|以后|之后|起)")
-_QUESTION_STARTS_FROM_RE = re.compile(rf"{_STARTS_FROM_RE.pattern}|(?:通过|完成|成功|结束)了")
-TIME_SLOTS = frozenset({"date", "duration"})  # where one sentence often times several events
-
-
-def _governs(norm: str, filler: Filler, anchor: str) -> bool:
-    """Return True when ``filler`` states the value of ``anchor`` itself, in one clause with it.
-
-    The value stands before the anchor (「48小时内审核」, also across a comma into the next clause
-    of the sentence) or after it in its clause (「审核时效为48小时」); an anchor followed by
-    「后」「起」 is the start the value counts from (「审核通过后7天内寄回」: 7 days to send back,
-    not to review).
-    """
-    start, end = _clause_span(norm, filler)
-    clause, at = norm[start:end], filler.start - start
-    if clause.endswith((",", "，")):  # 「30天内发现问题，可申请换货」: the time limit of what follows
-        clause += norm[end:end + next((m.end() for m in _CLAUSE_RE.finditer(norm[end:])), len(norm))]
-    for match in re.finditer(re.escape(anchor), clause):
-        if match.start() >= at + len(filler.text):
-            return True
-        if match.end() <= at and not _STARTS_FROM_RE.match(clause, match.end()):
-            return True
-    return False
-
-
-def _prefer_governed(verdicts: Sequence[UnitVerdict], question: Question,
-                     vocab: Vocabulary | None) -> tuple[UnitVerdict, ...]:
-    """Return the verdicts with loosely bound times set aside when a unit states the anchor's own.
-
-    Every answering unit carries the asked kind of value bound to the subject; for a date or
-    duration question (one sentence often times several events: 「审核通过后7天内寄回」), when
-    some of them state it for the question's first anchor (the predicate or noun the interrogative attaches
-    to, see :func:`_governs`; a table row or a heading carrying the anchor binds its values), the
-    others, whose value measures something else in the same sentence, do not answer. Whether the
-    question is answered never changes, only by which units.
-    """
-    if question["slot"] not in TIME_SLOTS or question["parts"]:
-        return tuple(verdicts)
-    anchors = [a for a in question.get("anchors") or [] if vocab is None or vocab.document_frequency(a)]
-    if not anchors or _QUESTION_STARTS_FROM_RE.match(question["norm"], question["norm"].find(anchors[0]) + len(anchors[0])):
-        return tuple(verdicts)  # 「审核通过了几天内寄回」: the anchor is where the time counts from
-    anchor = anchors[0]
-
-    def governed(verdict: UnitVerdict) -> bool:
-        unit = verdict.unit
-        if unit.row or (unit.context and _term_present(anchor, _norm(unit.context[-1]))):
-            return True
-        norm = _norm(unit.text)
-        return any(_governs(norm, f, anchor) for f in verdict.fillers)
-
-    if not any(v.answers and governed(v) for v in verdicts):
-        return tuple(verdicts)
-    return tuple(replace(v, answers=False, reason=f"value not of {anchor}")
-                 if v.answers and not governed(v) else v for v in verdicts)
-
-
 # The verb a yes-no question asks about follows its modal: 「能开发票吗」 → 开.
 _ASKED_VERB_RE = re.compile(r"(?:能不能|可不可以|会不会|要不要|能否|可否|可以|允许|能|会)([\u4e00-\u9fff])")
 _NOT_VERBS = frozenset("不没的了是有在把被给对和与")
@@ -1111,20 +1054,15 @@ def _sibling_clause(clause: str, anchors: Sequence[str]) -> bool:
 
 def _clause_of(norm: str, filler: Filler, *, join: bool = True) -> str:
     """Return the clause of ``norm`` holding ``filler`` (``join``: a short leading clause joins the next)."""
-    start, end = _clause_span(norm, filler, join=join)
-    return norm[start:end]
-
-
-def _clause_span(norm: str, filler: Filler, *, join: bool = True) -> tuple[int, int]:
-    """Return where the clause holding ``filler`` starts and ends in ``norm`` (see :func:`_clause_of`)."""
     bounds = [0] + [m.end() for m in _CLAUSE_RE.finditer(norm)] + [len(norm) + 1]
     spans = list(zip(bounds, bounds[1:], strict=False))
     for n, (start, end) in enumerate(spans):
         if start <= filler.start < end:
-            if join and _leads(norm[start:end]) and n + 1 < len(spans):  # 「签收后24小时内，…到账」: one predicate
-                end = spans[n + 1][1]
-            return start, end
-    return 0, 0
+            clause = norm[start:end]
+            if join and _leads(clause) and n + 1 < len(spans):  # 「签收后24小时内，…到账」: one predicate
+                clause += norm[spans[n + 1][0]:spans[n + 1][1]]
+            return clause
+    return ""
 
 
 LEADING_CLAUSE_CHARS = 14
@@ -1307,7 +1245,7 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
             covered.append(any(v.answers for v in part_verdicts))
             verdicts = [a if a.answers or not b.answers else b
                         for a, b in zip(verdicts, part_verdicts, strict=True)]
-    return AnswerGate(_prefer_governed(_prefer_rules(verdicts), question, vocab), tuple(covered))
+    return AnswerGate(_prefer_rules(verdicts), tuple(covered))
 
 
 
