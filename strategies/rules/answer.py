@@ -314,7 +314,7 @@ def compose_offline(question: str, queries: list[str], evidence: list[Evidence],
 
 
 def _introduced(plain: str, item: Mapping[str, Any]) -> str:
-    """Return a bare list item with what introduces its list (「不支持换货的情况：生鲜商品」).
+    """Return a bare list item with what introduces its list (「不能分期的情况：公务卡」).
 
     Used for yes-no questions, whose answer (the polarity) is in what introduces the list.
     """

@@ -62,8 +62,8 @@ class Unit:
         row: True for a table row (rendered 「列名：值，…」).
         superseded: The item is a superseded policy version.
         chunk_text: The whole text of the item (for presence of a qualifier in the chunk).
-        label: The label of the list item a later sentence belongs to (「次日达」 of
-            「- 次日达：…送达。普通会员加收6元…」), else ``""``.
+        label: The label of the list item a later sentence belongs to (「早场」 of
+            「- 早场：6:00开门。会员每次加收5元…」), else ``""``.
 
     """
 
@@ -82,14 +82,14 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-# 「- 次日达：…次日送达。普通会员加收6元…」: the item's label names what its later sentences are about.
+# 「- 早场：6:00开门。会员每次加收5元…」: the item's label names what its later sentences are about.
 _ITEM_LABEL_RE = re.compile(r"([^：:，,。；;（）()]{1,12})[：:]")
 
 
 def _split_text(text: str) -> list[tuple[str, bool, str]]:
     """Return (unit text, is table row, item label) triples of one chunk's text.
 
-    The label of a labelled list item (「次日达：」) is given for the item's second and later
+    The label of a labelled list item (「早场：」) is given for the item's second and later
     sentences, which do not repeat it.
     """
     out: list[tuple[str, bool, str]] = []
@@ -417,7 +417,7 @@ class QualifierCheck:
         return not self.conflicts and not any(k in STRICT_KINDS for k in self.absent)
 
 
-# Where a rule names what it does not cover: 「（新疆、西藏除外）」「除港澳台外」「不含偏远地区」.
+# Where a rule names what it does not cover: 「（海南、西藏除外）」「除港澳台外」「不含偏远地区」.
 _EXCEPTION_RE = re.compile(r"[（(][^（）()]{1,40}除外[）)]|[^，。；;：:（）()]{1,40}除外|除了?[^，。；;]{1,30}?(?:以外|之外|外)"
                            r"|(?:不含|不包括|不包含)[^，。；;）)]{1,30}")
 
@@ -437,7 +437,7 @@ def qualifier_check(question: Question, unit: Unit,
     *contradicted* when the unit or its headings name another value of the same kind (another
     region, tier or payment method; another modifier of the same regime dimension) and not
     the asked one; otherwise it is *absent*. A value the unit names only as an exception
-    (「大陆地区（新疆、西藏除外）」) is contradicted too, except for a yes-no question (「寄西藏包邮吗」
+    (「大陆地区（海南、西藏除外）」) is contradicted too, except for a yes-no question (「寄海南包邮吗」
     is answered by the exception).
     """
     dims = dims or {}
@@ -457,7 +457,7 @@ def qualifier_check(question: Question, unit: Unit,
             continue
         if hit and question["slot"] != "yesno" and all(_only_excepted(v, body) for v in hit) \
                 and not any(_term_present(v, _norm(" ".join(unit.context))) for v in hit):
-            conflicts.setdefault("excepted", []).extend(f"{v}除外" for v in hit)  # 「大陆地区（西藏除外）」
+            conflicts.setdefault("excepted", []).extend(f"{v}除外" for v in hit)  # 「大陆地区（海南除外）」
             continue
         if hit:
             matched[kind] = hit
@@ -496,8 +496,8 @@ _HEADING_NUMBER_RE = re.compile(r"^\s*(?:[一二三四五六七八九十]+[、.]
 def list_lead_in(item: str, chunk_text: str, heading: str = "") -> str:
     """Return what a bare list item is an item of: the list's lead-in line, else its heading.
 
-    An item such as 「使用礼品卡支付的部分」 says nothing alone; the line introducing its list
-    (「以下情况不开具发票：」) or the heading above it (「六、不能开具发票的情况」) says what it
+    An item such as 「首年开卡的主卡」 says nothing alone; the line introducing its list
+    (「以下情况不收年费：」) or the heading above it (「五、不能分期的情况」) says what it
     is. Returns ``""`` when ``item`` is not a marked item of ``chunk_text``'s list, states a
     rule of its own (a polarity or a statement), or nothing introduces it.
     """
@@ -521,8 +521,8 @@ def list_lead_in(item: str, chunk_text: str, heading: str = "") -> str:
 def with_list_heading(text: str, headings: Sequence[str]) -> str:
     """Return a chunk's text with the heading that introduces its list, when it opens with one.
 
-    A chunk that starts with the items of 「六、不能开具发票的情况」 states, with that heading,
-    「不能开具发票的情况：…」 for each item; the verifier reads it so (see :func:`list_lead_in`).
+    A chunk that starts with the items of 「五、不能分期的情况」 states, with that heading,
+    「不能分期的情况：…」 for each item; the verifier reads it so (see :func:`list_lead_in`).
     """
     first = next((line for line in text.splitlines() if line.strip()), "")
     heading = str(headings[-1]) if headings else ""
@@ -624,7 +624,7 @@ def _sibling_label(unit: Unit, found: Sequence[str]) -> list[str]:
     """Return the unit's label when it names a sibling of a term found only in its headings.
 
     Under a heading 「次日达与当日达」, a unit labelled 「当日达：…」 (or a later sentence of the
-    item so labelled) is about 当日达: a question on 次日达 found its term in the heading, not
+    item so labelled, :attr:`Unit.label`) is about 当日达: a question on 次日达 found its term in the heading, not
     in the unit. A sibling shares the term's last
     character (its head) and differs from it.
     """
@@ -777,13 +777,13 @@ def _prefer_rules(verdicts: Sequence[UnitVerdict]) -> tuple[UnitVerdict, ...]:
                  if v.answers and _is_example(v.unit) else v for v in verdicts)
 
 
-# The verb a yes-no question asks about follows its modal: 「能开发票吗」 → 开.
+# The verb a yes-no question asks about follows its modal: 「会员卡能转让吗」 → 转.
 _ASKED_VERB_RE = re.compile(r"(?:能不能|可不可以|会不会|要不要|能否|可否|可以|允许|能|会)([\u4e00-\u9fff])")
 _NOT_VERBS = frozenset("不没的了是有在把被给对和与")
 
 
 def _negated_predicate(question: str, text: str) -> tuple[Filler, ...]:
-    """Return the negated asked verb of a yes-no question in ``text`` (「不开具」 for 「能开…吗」).
+    """Return the negated asked verb of a yes-no question in ``text`` (「不转让」 for 「能转让吗」).
 
     A rule that says 「不」 + the very verb the question asks about answers it (no), whatever
     the verb: the general polarity words (「不能」「不支持」…) do not list every verb.

@@ -387,8 +387,8 @@ def normalize_question(text: str) -> str:
     return re.sub(r"(\d)\s*个(工作日|小时|月)", r"\1\2", norm)
 
 
-# A question that restates a value and asks to have it confirmed (「…30天内都能退，是吧」, 「不是…都赔
-# 12块吗」) asks for that value: the answer is the value the evidence states, whatever was said.
+# A question that restates a value and asks to have it confirmed (「…保修是两年，对吧」, 「不是每单都
+# 收8元吗」) asks for that value: the answer is the value the evidence states, whatever was said.
 _CONFIRM_TAG_RE = re.compile(r"(?:是吧|对吧|对不对|没错吧|对吗|是吗)(?:[，,。][^？?]{0,20})?[?？。!！\s]*$|^.{0,20}不是.+吗[?？]?$")
 _STATED_VALUES: tuple[tuple[Slot, re.Pattern[str]], ...] = (
     ("duration", re.compile(rf"\d+\s*个?(?:{_TIME_UNITS})")),
@@ -396,7 +396,7 @@ _STATED_VALUES: tuple[tuple[Slot, re.Pattern[str]], ...] = (
 )
 
 
-# 「你们客服上次说…」「我听说…」: who said it is the frame of a restated claim, not its subject.
+# 「店员之前说…」「我听说…」: who said it is the frame of a restated claim, not its subject.
 _REPORT_FRAME_RE = re.compile(r"^[^，,。？?]{0,10}?(?:听说|说过|说|讲过|讲|告诉我|承诺过?)(?!明)[，,：:\s]*")
 
 
