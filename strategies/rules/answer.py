@@ -303,7 +303,8 @@ def compose_offline(question: str, queries: list[str], evidence: list[Evidence],
                                   accept=answer_gate.accepts if answer_gate is not None else None,
                                   terms=analysis.get("terms") if analysis is not None else None)
         by_id = {str(e.get("id")): e for e in evidence} if analysis is not None and analysis["slot"] == "yesno" else {}
-        sentences.extend(f"{_introduced(plain, by_id.get(eid, {}))}【来源:{eid}】。" for plain, eid in picked)
+        sentences.extend(f"{_introduced(plain, by_id[eid]) if eid in by_id else plain}【来源:{eid}】。"
+                         for plain, eid in picked)
     if not sentences:
         return NO_ANSWER, "no_evidence" if not has_tools else (fail_reason or "no_evidence")
     if partly:

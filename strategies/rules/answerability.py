@@ -490,7 +490,16 @@ class UnitVerdict:
 
 
 _ASIDE_RE = re.compile(r"（[^（）]*）|\([^()]*\)|“[^“”]*”|\"[^\"]*\"|《[^《》]*》")
-_HEADING_NUMBER_RE = re.compile(r"^\s*(?:[一二三四五六七八九十]+[、.]|\d+(?:\.\d+)*[、.\s]|第[一二三四五六七八九十\d]+[章节条])\s*")
+
+
+def _states_no_rule(text: str) -> bool:
+    """Return True for short (normalised) text with no polarity and no statement: a bare list item."""
+    return len(text) <= LIST_ITEM_CHARS and not _YESNO_RE.search(text) and not _STATEMENT_RE.search(text)
+
+
+def _list_heading(heading: str) -> str:
+    """Return a heading that introduces a list (「五、不能分期的情况」), its numbering off; else ``""``."""
+    return _NUMBERING_RE.sub("", heading).strip() if _LIST_HEADING_RE.search(heading) else ""
 
 
 def list_lead_in(item: str, chunk_text: str, heading: str = "") -> str:
@@ -501,8 +510,7 @@ def list_lead_in(item: str, chunk_text: str, heading: str = "") -> str:
     is. Returns ``""`` when ``item`` is not a marked item of ``chunk_text``'s list, states a
     rule of its own (a polarity or a statement), or nothing introduces it.
     """
-    text = _ASIDE_RE.sub("", _norm(item))  # a remark or a quoted label is not the item's own rule
-    if len(text) > LIST_ITEM_CHARS or _YESNO_RE.search(text) or _STATEMENT_RE.search(text):
+    if not _states_no_rule(_ASIDE_RE.sub("", _norm(item))):  # a remark or a quoted label is not its rule
         return ""
     lines = chunk_text.splitlines()
     at = next((i for i, line in enumerate(lines) if item in line and _LIST_MARK_RE.match(line)), None)
@@ -515,7 +523,7 @@ def list_lead_in(item: str, chunk_text: str, heading: str = "") -> str:
         if stripped.endswith(("：", ":")) and not stripped.startswith("#"):
             return re.split(r"[。！？!?；;]", stripped.rstrip("：:"))[-1].strip()  # its own sentence only
         break
-    return _HEADING_NUMBER_RE.sub("", heading).strip() if _LIST_HEADING_RE.search(heading) else ""
+    return _list_heading(heading)
 
 
 def with_list_heading(text: str, headings: Sequence[str]) -> str:
@@ -525,10 +533,8 @@ def with_list_heading(text: str, headings: Sequence[str]) -> str:
     「不能分期的情况：…」 for each item; the verifier reads it so (see :func:`list_lead_in`).
     """
     first = next((line for line in text.splitlines() if line.strip()), "")
-    heading = str(headings[-1]) if headings else ""
-    if not _LIST_MARK_RE.match(first) or not _LIST_HEADING_RE.search(heading):
-        return text
-    return f"{_HEADING_NUMBER_RE.sub('', heading).strip()}：\n{text}"
+    heading = _list_heading(str(headings[-1])) if headings else ""
+    return f"{heading}：\n{text}" if heading and _LIST_MARK_RE.match(first) else text
 
 
 def _is_list_item(unit: Unit) -> bool:
@@ -536,8 +542,7 @@ def _is_list_item(unit: Unit) -> bool:
 
     A heading such as 「不支持…的情形」 states the yes-no answer for every item under it.
     """
-    text = _norm(unit.text)
-    return len(text) <= LIST_ITEM_CHARS and not _YESNO_RE.search(text) and not _STATEMENT_RE.search(text)
+    return _states_no_rule(_norm(unit.text))
 
 
 # Words that pick out some or all of a kind, or the ordinary case: 「部分课程」 is no regime of its own.
@@ -777,9 +782,17 @@ def _prefer_rules(verdicts: Sequence[UnitVerdict]) -> tuple[UnitVerdict, ...]:
                  if v.answers and _is_example(v.unit) else v for v in verdicts)
 
 
-# The verb a yes-no question asks about follows its modal: 「会员卡能转让吗」 → 转.
+# The verb a yes-no question asks about follows its modal.
 _ASKED_VERB_RE = re.compile(r"(?:能不能|可不可以|会不会|要不要|能否|可否|可以|允许|能|会)([\u4e00-\u9fff])")
 _NOT_VERBS = frozenset("不没的了是有在把被给对和与")
+
+
+@lru_cache(maxsize=1024)
+def _asked_verb(question: str) -> str:
+    """Return the verb a yes-no question asks about (「会员卡能转让吗」 → 转), ``""`` when none."""
+    edges = word_edges(question, hmm=False)  # the modal is a word of its own (not the 会 of 会员)
+    match = next((m for m in _ASKED_VERB_RE.finditer(question) if m.start() in edges and m.start(1) in edges), None)
+    return match.group(1) if match and match.group(1) not in _NOT_VERBS else ""
 
 
 def _negated_predicate(question: str, text: str) -> tuple[Filler, ...]:
@@ -788,12 +801,8 @@ def _negated_predicate(question: str, text: str) -> tuple[Filler, ...]:
     A rule that says 「不」 + the very verb the question asks about answers it (no), whatever
     the verb: the general polarity words (「不能」「不支持」…) do not list every verb.
     """
-    edges = word_edges(question, hmm=False)  # the modal is a word of its own (not the 会 of 会员)
-    match = next((m for m in _ASKED_VERB_RE.finditer(question) if m.start() in edges and m.start(1) in edges), None)
-    if not match or match.group(1) in _NOT_VERBS:
-        return ()
-    norm = _norm(text)
-    found = re.search(f"(?:不|无法|不再)(?:予以?)?{re.escape(match.group(1))}", norm)
+    verb = _asked_verb(question)
+    found = re.search(f"(?:不|无法|不再)(?:予以?)?{re.escape(verb)}", _norm(text)) if verb else None
     return (Filler("yesno", found.group(0), found.start(), found.end()),) if found else ()
 
 
