@@ -105,6 +105,8 @@ DECLS: tuple[ToolDecl, ...] = (
         name="order_cancel",
         # 待付款 / 待发货 are the two states of the shop's order state machine (shop/db.py) from
         # which an order can be cancelled (shop/tools.py enforces it): the tool's precondition.
+        # No rule matches a question against this text: a description reaches only the LLM's
+        # tool list (strategies/llm) and the desk's action label (nodes/respond.py).
         description="取消订单：取消待付款或待发货的订单，已付款项原路退回（需您确认）",
         args=OrderIdArgs,
         write=True,

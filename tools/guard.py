@@ -15,7 +15,8 @@ from typing import Any
 
 from tools.types import CODE_LOOP, ToolResult
 
-# A reply shown to the customer when the loop breaker stops a tool; no rule reads questions with it.
+# A reply shown to the customer when the loop breaker stops a tool: the product's own offer of a
+# human agent (the same offer as the no-answer reply's). No rule reads questions with it.
 LOOP_MESSAGE = "同样的查询已重复多次，已停止重复调用；请换个问法，或转人工客服处理"
 
 
