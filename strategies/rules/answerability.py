@@ -819,9 +819,12 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers = tuple(slot_fillers(asked, unit.context[-1]))  # 「不适用…的商品」 over its items
     if asked == "count" and _CLASSIFIED_COUNT_RE.search(question["norm"]):
         fillers = tuple(f for f in fillers if _COUNT_RE.fullmatch(f.text))
-    elif asked == "count":  # a bare 「多少」: any number answers (a phone number, a threshold)
+    elif asked == "count":  # a bare 「多少」: any number answers (a phone number, a threshold) but a time
+        timed = [(m.start(), m.end()) for m in _DURATION_RE.finditer(_norm(unit.text))]
+        fillers = tuple(f for f in fillers if not any(a <= f.start and f.end <= b for a, b in timed))
         fillers += tuple(Filler("count", m.group(0), m.start(), m.end())
-                         for m in _IDENTIFIER_RE.finditer(_norm(unit.text)))
+                         for m in _IDENTIFIER_RE.finditer(_norm(unit.text))
+                         if not any(a <= m.start() < b for a, b in timed))
     if asked == "date" and "几点" in question["norm"]:
         fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
                         for m in _CLOCK_RE.finditer(_norm(unit.text)))

@@ -158,6 +158,13 @@ class Vocabulary:
             return self.document_frequency(term) > 0
         return any(True for _ in self._whole_word_spans(term))
 
+    def writes_as_word(self, term: str) -> bool:
+        """Return True when the knowledge base writes ``term`` as one word (no word edge inside)."""
+        for text, start in self._whole_word_spans(term):
+            if not any(start < e < start + len(term) for e in word_edges(text)):
+                return True
+        return False
+
     def writes_within_word(self, term: str, index: int) -> bool:
         """Return True when the KB writes ``term`` as whole words, its ``index``-th character inside a longer one.
 
@@ -604,7 +611,53 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
             end = start + 2
             joined = [norm[start + 1:end + k] for k in range(MAX_JOIN, 0, -1) if end + k <= len(norm)]
             out[term] = next((w for w in joined if vocab.document_frequency(w)), "")
+    for term in terms:  # 几天|内存|包: the segmenter's word across the knowledge base's (存包)
+        if term in out or len(term) < 2 or not _HAN_RE.match(term) or vocab.document_frequency(term):
+            continue
+        if any(b in term for b in _BOUND_WORDS) or repair_homophones([term], vocab):
+            continue  # 「最多退」 holds a bound word; 「会圆卡」 is a misspelt word, not a miscut one
+        word = _kb_recut(norm, term, vocab)
+        if word is not None:
+            out[term] = word
     return out
+
+
+MAX_RECUT_CHARS = 4  # the longest knowledge-base word a re-cut term may become
+_COUNTED_BEFORE_RE = re.compile(r"(?:\d|[一二两三四五六七八九十几]|多少)$")
+
+
+def _kb_recut(norm: str, term: str, vocab: Vocabulary) -> str | None:
+    """Return the knowledge base's word that the segmenter cut across, or None.
+
+    jieba reads 「几天内存包」 as 几|天|内存|包: 「内存」 is a word of its dictionary that the
+    knowledge base never uses, while the knowledge base writes 「存包」 as one word. Such a term
+    is replaced by the longest word the knowledge base writes as one word (no word edge inside
+    it there) that overlaps the term in the question and reaches at most ``MAX_JOIN``
+    characters past it. A candidate is never a form word, a bound, an interrogative, a number's
+    measure word (the 「天」 of 「几天」) or a word beginning or ending with a grammatical
+    character. Only a multi-character term is re-cut: a lone character (「卡」) is too often a
+    word of its own, and re-cutting it was measured to lose more answers than it gained.
+    """
+    start = norm.find(term)
+    if start < 0:
+        return None
+    end = start + len(term)
+    best: tuple[int, int, str] | None = None
+    for a in range(max(0, start - MAX_JOIN), end):
+        for b in range(max(a + 2, start + 1), min(len(norm), end + MAX_JOIN) + 1):
+            word = norm[a:b]
+            if word == term or len(word) > MAX_RECUT_CHARS or not all(_HAN_RE.match(c) for c in word):
+                continue
+            if word in _FORM_WORDS or word in _BOUND_WORDS or _OPEN_FORMS.search(word):
+                continue
+            if _MEASURE_CHAR_RE.match(word) and _COUNTED_BEFORE_RE.search(norm[:a]):
+                continue  # 「多少天|内」: the measure word of a number, not the start of a word
+            if any(c in _GRAMMAR_CHARS for c in (word[0], word[-1])) or not vocab.writes_as_word(word):
+                continue
+            key = (len(word), vocab.document_frequency(word), word)
+            if best is None or key > best:
+                best = key
+    return best[2] if best else None
 
 
 def repair_homophones(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str, str]:

@@ -53,6 +53,24 @@ def _unit(text: str, *context: str) -> Unit:
 
 # --------------------------------------------------------------------------- segmenter artefacts
 
+def test_a_word_cut_across_the_kbs_own_word_becomes_that_word():
+    # jieba reads 「几天内存包」 as 几天|内存|包; the knowledge base writes 「存包」 as one word.
+    vocab = build_vocabulary([["会员手册", "存包"]], ["会员可在前台存包，存包柜免费使用。"])
+    assert mend_segmentation("几天内存包不收费", ["内存"], vocab) == {"内存": "存包"}
+    q = analyze_question("几天内存包不收费", [], vocab)
+    assert "存包" in q["subject_terms"] and "内存" not in q["subject_terms"]
+
+
+def test_a_recut_never_takes_a_measure_word_a_bound_or_a_run_of_words():
+    vocab = build_vocabulary([["会员手册", "存包"]],
+                             ["会员可在前台存包，存包柜免费使用。前台登记", "办卡7天内可退。", "续卡3天内生效。",
+                              "停卡5天内恢复。", "退款按实际多退。"])
+    assert mend_segmentation("三天内存包裹吗", ["内存"], vocab) == {"内存": "存包"}  # not 「天内」
+    assert mend_segmentation("最多退几次", ["最多退"], vocab) == {}  # holds a bound word
+    assert vocab.uses_word("前台登记") and not vocab.writes_as_word("前台登记")  # two words there
+    assert vocab.writes_as_word("存包")
+
+
 def test_a_word_made_of_a_form_character_and_a_kb_word_is_not_an_unknown_subject(gym_vocab):
     # jieba cuts 「不交会扣分」 as 不|交会|扣分: 「交会」 is its word, not the customer's.
     q = analyze_question("押金不交会扣除吗", [], gym_vocab)
@@ -80,6 +98,15 @@ def test_a_word_the_kb_never_uses_and_no_other_cut_explains_stays(gym_vocab):
 
 
 # --------------------------------------------------------------------------- table cells
+
+def test_a_number_of_a_duration_does_not_answer_a_bare_how_many():
+    timed = _unit("存包柜每次最长使用12小时，超时由前台开柜。", "会员手册", "存包")
+    counted = _unit("存包柜每次最多存放2件物品。", "会员手册", "存包")
+    q = analyze_question("存包柜一次能放多少")
+    assert q["slot"] == "count"
+    assert not judge_unit(q, timed).answers
+    assert judge_unit(q, counted).answers
+
 
 def test_a_row_value_counts_only_under_the_header_naming_the_asked_term():
     unit = _row("读者类型：学生，馆内阅览：免费，馆外借阅：每本押金10元", "借阅规则")
