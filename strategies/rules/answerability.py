@@ -283,12 +283,21 @@ def _term_present(term: str, text: str) -> bool:
     province = province_of(term)
     if province and province in text:
         return True
+    if any(w in text for w in _region_synonyms(term)):
+        return True
     if len(term) >= 3:
         grams = [term[i:i + 2] for i in range(len(term) - 1)]
         if sum(1 for g in grams if g in text) / len(grams) >= PARTIAL_SHARE:
             return True
         return len(term) == 3 and term[1:] in text and _verb_initial(term)  # 「补差价」 → 「差价」
     return False
+
+
+def _region_synonyms(term: str) -> frozenset[str]:
+    """Return the other words for the region ``term`` names (「国外」: 「境外」「海外」)."""
+    from strategies.rules.lexicon import REGION_SYNONYMS  # noqa: PLC0415
+
+    return frozenset().union(*(group - {term} for group in REGION_SYNONYMS if term in group))
 
 
 def _char_word_present(char: str, text: str) -> bool:
@@ -386,7 +395,8 @@ def _other_values(kind: str, question: Question, dims: Mapping[str, frozenset[st
     """Return the values of ``kind`` that would contradict the question's ones."""
     asked = question["qualifiers"].get(kind, [])
     if kind == "region":
-        return [r for r in _region_words() if not any(r in a or a in r for a in asked)]
+        same = {w for a in asked for w in _region_synonyms(a)}
+        return [r for r in _region_words() if r not in same and not any(r in a or a in r for a in asked)]
     if kind in ("tier", "payment"):
         from strategies.rules.question import _closed_lists
 
@@ -1253,6 +1263,8 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
         for part in question["parts"]:
             sub = analyze_question(part, vocab=vocab)
             sub["qualifiers"] = {**question["qualifiers"], **sub["qualifiers"]}
+            if not sub["subject_terms"]:  # 「…？最低收几块」: an elliptical part asks about the first one's subject
+                sub["subject_terms"] = list(question["subject_terms"])
             part_verdicts = _judge_units(sub, units, vocab, None, check_unknown=True, min_share=min_share)
             covered.append(any(v.answers for v in part_verdicts))
             verdicts = [a if a.answers or not b.answers else b

@@ -23,6 +23,8 @@ REGIONS: tuple[str, ...] = (
     "沈阳", "长春", "哈尔滨", "石家庄", "太原", "兰州", "西宁", "银川", "呼和浩特", "东莞", "佛山",
     "成渝", "中西部", "华东其他", "华南其他", "城区", "乡镇", "农村", "同城", "同省", "跨省",
 )
+# Region words that name the same area in everyday speech; a knowledge base writes one of them.
+REGION_SYNONYMS: tuple[frozenset[str], ...] = (frozenset({"境外", "国外", "海外"}),)
 PAYMENT_METHODS: tuple[str, ...] = (
     "支付宝", "微信支付", "微信", "银行卡", "信用卡", "储蓄卡", "借记卡", "花呗", "白条",
     "货到付款", "余额", "礼品卡", "购物卡", "云闪付", "Apple Pay", "ApplePay", "数字人民币",

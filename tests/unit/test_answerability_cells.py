@@ -418,3 +418,21 @@ def test_a_confirmation_question_is_answered_by_the_value_the_rule_states():
     q = analyze_question("教练上次说会员卡能冻结60天，是吧")
     assert judge_unit(q, rule).answers
     assert not judge_unit(q, mention).answers
+
+
+# --------------------------------------------------------------------------- region words, elliptical parts
+
+def test_a_region_named_with_another_everyday_word_binds_and_does_not_conflict():
+    unit = _unit("境外读者办理借阅证须交押金200元。", "读者须知", "借阅证")
+    for question in ("国外读者办借阅证押金多少", "海外读者办借阅证押金多少"):
+        verdict = judge_unit(analyze_question(question), unit)
+        assert verdict.answers, verdict.reason
+    assert not judge_unit(analyze_question("外地读者办借阅证押金多少"), unit).answers  # another region
+
+
+def test_an_elliptical_part_asks_about_the_first_parts_subject():
+    room = _chunk("r", "自习室每天8:00开门，22:00关闭。", "自习室")
+    parking = _chunk("p", "停车场每天23:30关闭。", "停车场")
+    q = analyze_question("自习室几点开门？最晚几点关")
+    assert len(q["parts"]) == 2
+    assert answerability(q, [room, parking]).evidence_ids() == ["r"]
