@@ -1176,6 +1176,18 @@ def _anchored(unit: Unit, anchors: Sequence[str]) -> bool:
 _MEASURE_ALIASES = {"分": ("分", "积分"), "积分": ("分", "积分"), "岁": ("岁",), "周岁": ("岁",), "次": ("次", "回")}
 
 
+# A limit word anywhere in a value's cell or in the heading the unit answers (「每日借阅限额：读者证5本」,
+# 「三、借阅限额」) makes the value a limit; 「满」「起」 count only beside the value (above).
+_BOUND_CELL_RE = re.compile(r"最低|最少|至少|不低于|不少于|最高|最多|不超过|不高于|上限|下限|封顶|至多|限|以内|以下|以上")
+_CELL_SEP_RE = re.compile(r"[，,；;。！？!?]")
+
+
+def _cell_before(norm: str, filler: Filler) -> str:
+    """Return the text from the last separator (not a colon) before ``filler`` up to it."""
+    cut = max((m.end() for m in _CELL_SEP_RE.finditer(norm, 0, filler.start)), default=0)
+    return norm[cut:filler.start]
+
+
 def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str], bound: str,
                    measure: str, *, face_values: bool = False) -> tuple[Filler, ...]:
     """Return the fillers that have the shape the question asks for.
@@ -1184,7 +1196,9 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
       asked slot attaches to; a value whose clause names a sibling of the anchor instead of
       the anchor (「下班」 for 「上班」) is that sibling's;
     - **bounded**: a question asking for an upper bound (「最多」) is not answered by a value the
-      evidence states as a lower bound (「最低30元」「满16周岁」), and vice versa;
+      evidence states as a lower bound (「最低30元」「满16周岁」), and vice versa; nor by a
+      plain value, one with no limit word beside it, in its cell or in the heading the unit
+      answers (「私教课每节80元」 is a price, not the least one pays);
     - **measured**: a count in a named classifier (「几张」) needs a value in that classifier;
     - **numeric**: a bound question needs a number (「全额」「立即」 state no limit);
     - **not a face value**: an amount naming a coupon's or card's value (「5元无门槛优惠券」) does
@@ -1196,6 +1210,7 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
     if anchors and not unit.row:  # 「22:00下班…次日上班」: the value is the time of 下班
         fillers = [f for f in fillers if not _sibling_clause(_clause_of(norm, f, join=False), anchors)]
     keep: list[Filler] = []
+    bound_heading = bool(unit.context) and bool(_BOUND_CELL_RE.search(_norm(unit.context[-1])))
     for filler in fillers:
         if not face_values and filler.kind == "amount" and _FACE_VALUE_RE.match(norm, filler.end):
             continue  # 「赠送5元无门槛优惠券」: the coupon's face value, not what was asked
@@ -1207,6 +1222,9 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
         upper = _UPPER_BEFORE_RE.search(before) or _UPPER_AFTER_RE.search(after)
         if (bound == "max" and lower and not upper) or (bound == "min" and upper and not lower):
             continue
+        if bound and filler.kind in ("amount", "count") and not lower and not upper \
+                and not _BOUND_CELL_RE.search(_cell_before(norm, filler)) and not bound_heading:
+            continue  # 「私教课每节80元」 states a price, not the least (or most) one pays
         if bound and filler.kind in ("amount", "count") and _RATE_FILLER_RE.search(filler.text) \
                 and not (upper if bound == "max" else lower):
             continue  # 「罚息最高多少」 is not answered by a plain rate (「按千分之三计收」)

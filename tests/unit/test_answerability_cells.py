@@ -436,3 +436,24 @@ def test_an_elliptical_part_asks_about_the_first_parts_subject():
     q = analyze_question("自习室几点开门？最晚几点关")
     assert len(q["parts"]) == 2
     assert answerability(q, [room, parking]).evidence_ids() == ["r"]
+
+
+# --------------------------------------------------------------------------- plain values for a bound
+
+def test_a_bound_question_is_not_answered_by_a_plain_value():
+    price = _unit("私教课每节80元，可用会员卡余额支付。", "会员手册", "私教课")
+    floor = _unit("私教课每次最少购买5节，每节80元。", "会员手册", "私教课")
+    q = analyze_question("私教课最少要花多少钱")
+    assert q["bound"] == "min"
+    assert not judge_unit(q, price).answers  # a price, not the least one pays
+    assert judge_unit(analyze_question("私教课最少买几节"), floor).answers
+
+
+def test_a_limit_word_in_the_cell_or_the_heading_makes_a_value_a_limit():
+    cell = _unit("每日借阅限额：读者证5本，教师证10本。", "借阅规则", "借阅")
+    under = _unit("读者证每日5本，教师证每日10本。", "借阅规则", "三、借阅限额")
+    plain = _unit("读者证每日借阅5本，教师证每日借阅10本。", "借阅规则", "三、借阅")
+    q = analyze_question("读者证每天最多能借几本")
+    assert judge_unit(q, cell).answers
+    assert judge_unit(q, under).answers
+    assert not judge_unit(q, plain).answers
