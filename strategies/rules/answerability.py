@@ -816,6 +816,11 @@ def _negated_predicate(question: str, text: str) -> tuple[Filler, ...]:
     return (Filler("yesno", found.group(0), found.start(), found.end()),) if found else ()
 
 
+def _states_limit(unit: Unit) -> bool:
+    """Return True when the unit or the heading it answers speaks of a limit (「上限」「最高」「不超过」…)."""
+    return bool(_BOUND_CELL_RE.search(_norm(" ".join([*unit.context[-1:], unit.text]))))
+
+
 def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = None,
                weights: Mapping[str, float] | None = None, slot: Slot | None = None,
                min_share: float = MIN_SUBJECT_SHARE) -> UnitVerdict:
@@ -869,6 +874,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         reason = "superseded"
     elif asked in ("none", "yesno") and anchors and not _anchored(unit, anchors):
         reason = "anchor absent"
+    elif asked == "yesno" and question.get("bound") and not _states_limit(unit):
+        reason = "no limit stated"  # 「…有没有封顶」 is answered only by a unit that speaks of a limit
     elif not fillers:
         reason = f"no {asked} filler"
     elif not bind.bound:

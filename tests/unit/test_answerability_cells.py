@@ -457,3 +457,12 @@ def test_a_limit_word_in_the_cell_or_the_heading_makes_a_value_a_limit():
     assert judge_unit(q, cell).answers
     assert judge_unit(q, under).answers
     assert not judge_unit(q, plain).answers
+
+
+def test_a_yes_no_question_about_a_limit_needs_a_unit_that_states_one():
+    price = _unit("私教课按节收费，每节80元，可用会员卡余额支付。", "会员手册", "私教课")
+    capped = _unit("私教课按节收费，每月收费不超过2000元。", "会员手册", "私教课")
+    q = analyze_question("私教课收费有没有上限")
+    assert q["slot"] == "yesno" and q["bound"]
+    assert not judge_unit(q, price).answers
+    assert judge_unit(q, capped).answers
