@@ -285,12 +285,28 @@ def _term_present(term: str, text: str) -> bool:
         return True
     if any(w in text for w in _region_synonyms(term)):
         return True
+    if len(term) == 4 and _HAN_RE.match(term) and _swapped_compound(term, text):
+        return True
     if len(term) >= 3:
         grams = [term[i:i + 2] for i in range(len(term) - 1)]
         if sum(1 for g in grams if g in text) / len(grams) >= PARTIAL_SHARE:
             return True
         return len(term) == 3 and term[1:] in text and _verb_initial(term)  # 「补差价」 → 「差价」
     return False
+
+
+def _swapped_compound(term: str, text: str) -> bool:
+    """Return True when ``text`` writes the two words of ``term`` in the other order (取消订单: 订单取消)."""
+    first, second = term[:2], term[2:]
+    return (second + first) in text and _is_word(first) and _is_word(second)
+
+
+@lru_cache(maxsize=8192)
+def _is_word(word: str) -> bool:
+    """Return True when jieba's dictionary (shop words loaded) lists ``word``."""
+    from knowledge.normalize import _tokenizer  # noqa: PLC0415
+
+    return bool(_tokenizer().FREQ.get(word))
 
 
 def _region_synonyms(term: str) -> frozenset[str]:

@@ -14,6 +14,7 @@ from strategies.rules.answerability import (
     Unit,
     _cell_fillers,
     _only_excepted,
+    _term_present,
     answerability,
     evidence_units,
     judge_unit,
@@ -466,3 +467,9 @@ def test_a_yes_no_question_about_a_limit_needs_a_unit_that_states_one():
     assert q["slot"] == "yesno" and q["bound"]
     assert not judge_unit(q, price).answers
     assert judge_unit(q, capped).answers
+
+
+def test_a_compound_written_in_the_other_order_is_present():
+    assert _term_present("更换教练", "教练更换须提前一天申请。")
+    assert _term_present("冻结会员", "会员冻结期间不计课时。")
+    assert not _term_present("更换教练", "教练须提前一天更换场地。")  # the two words apart
