@@ -296,7 +296,7 @@ def _term_present(term: str, text: str) -> bool:
 
 
 def _swapped_compound(term: str, text: str) -> bool:
-    """Return True when ``text`` writes the two words of ``term`` in the other order (取消订单: 订单取消)."""
+    """Return True when ``text`` writes the two words of ``term`` in the other order (更换教练: 教练更换)."""
     first, second = term[:2], term[2:]
     return (second + first) in text and _is_word(first) and _is_word(second)
 
@@ -891,7 +891,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     elif asked in ("none", "yesno") and anchors and not _anchored(unit, anchors):
         reason = "anchor absent"
     elif asked == "yesno" and question.get("bound") and not _states_limit(unit):
-        reason = "no limit stated"  # 「…有没有封顶」 is answered only by a unit that speaks of a limit
+        reason = "no limit stated"  # 「…设不设上限」 is answered only by a unit that speaks of a limit
     elif not fillers:
         reason = f"no {asked} filler"
     elif not bind.bound:
@@ -1219,7 +1219,7 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
       asked slot attaches to; a value whose clause names a sibling of the anchor instead of
       the anchor (「下班」 for 「上班」) is that sibling's;
     - **bounded**: a question asking for an upper bound (「最多」) is not answered by a value the
-      evidence states as a lower bound (「最低30元」「满16周岁」), and vice versa; nor by a
+      evidence states as a lower bound (「每次最少3节」「满14周岁」), and vice versa; nor by a
       plain value, one with no limit word beside it, in its cell or in the heading the unit
       answers (「私教课每节80元」 is a price, not the least one pays);
     - **measured**: a count in a named classifier (「几张」) needs a value in that classifier;
@@ -1304,7 +1304,7 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
         for part in question["parts"]:
             sub = analyze_question(part, vocab=vocab)
             sub["qualifiers"] = {**question["qualifiers"], **sub["qualifiers"]}
-            if not sub["subject_terms"]:  # 「…？最低收几块」: an elliptical part asks about the first one's subject
+            if not sub["subject_terms"]:  # 「…？最晚几点关」: an elliptical part asks about the first one's subject
                 sub["subject_terms"] = list(question["subject_terms"])
             part_verdicts = _judge_units(sub, units, vocab, None, check_unknown=True, min_share=min_share)
             covered.append(any(v.answers for v in part_verdicts))
