@@ -109,6 +109,7 @@ class State(OutputState, total=False):
     tool_calls: list[ToolCallRecord]  # this turn's calls
     pending_action: PendingAction | None  # write action awaiting confirmation
     draft: str
+    gate: dict[str, Any] | None  # the answerability gate's decision behind the draft (for the trace)
     feedback: list[str]  # unsupported claims fed back to generation
     reflections: int  # reflection rounds used in this turn (bounded by Context.max_reflections)
     known_facts: list[Fact]  # carried across turns

@@ -438,7 +438,10 @@ def build_trace_record(
             tool_calls = [_jsonable(call) for call in update["tool_calls"]]
         draft = update.get("draft")
         if isinstance(draft, str) and draft:
-            generations.append({"node": node, "text": draft})
+            generation: dict[str, Any] = {"node": node, "text": draft}
+            if isinstance(update.get("gate"), dict):
+                generation["gate"] = _jsonable(update["gate"])
+            generations.append(generation)
         if isinstance(update.get("verification"), dict):
             verifications.append(_jsonable(update["verification"]))
         if isinstance(update.get("feedback"), list):
@@ -590,6 +593,24 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _gate_lines(gate: dict[str, Any]) -> list[str]:
+    """Return the answerability gate's decision as indented lines (see ``gate_summary``)."""
+    quals = json.dumps(gate.get("qualifiers") or {}, ensure_ascii=False)
+    lines = [f"  [gate] slot={gate.get('slot')} subject={'/'.join(gate.get('subject') or []) or '-'}"
+             f" anchors={'/'.join(gate.get('anchors') or []) or '-'} qualifiers={quals}"
+             f" answerable={gate.get('answerable')}"
+             + (f" reason={gate['reason']}" if gate.get("reason") else "")]
+    for unit in gate.get("units") or []:
+        if not isinstance(unit, dict):
+            continue
+        conflicts = unit.get("conflicts") or {}
+        lines.append(f"    {'+' if unit.get('answers') else '-'} {unit.get('id')}  {unit.get('reason')}"
+                     f"  found={'/'.join(unit.get('found') or []) or '-'}"
+                     f"  missing={'/'.join(unit.get('missing') or []) or '-'}"
+                     + (f"  conflicts={json.dumps(conflicts, ensure_ascii=False)}" if conflicts else ""))
+    return lines
+
+
 def render_trace(record: dict[str, Any]) -> str:
     """Render a trace record as readable text (what ``csagent trace ID`` prints).
 
@@ -632,6 +653,8 @@ def render_trace(record: dict[str, Any]) -> str:
         add(f"[context] {', '.join(ctx['ids'])}  digest={ctx.get('digest')}")
     for i, gen in enumerate(record.get("generations") or [], 1):
         add(f"[generation {i}] {gen.get('text') if isinstance(gen, dict) else gen}")
+        if isinstance(gen, dict) and isinstance(gen.get("gate"), dict):
+            out.extend(_gate_lines(gen["gate"]))
     ver = record.get("verification")
     if isinstance(ver, dict):
         add(f"[verification] overall={ver.get('overall')}")

@@ -24,7 +24,7 @@ def generate_answer(state: State, runtime: Runtime[Context], deps: Deps) -> Stat
                             final_round=bool(state.get("feedback")) and int(state.get("reflections") or 0)
                             >= runtime.context.max_reflections)
     draft = deps.strategies.answerer.answer(request)
-    update: State = {"draft": draft.text, "fail_reason": draft.fail_reason}
+    update: State = {"draft": draft.text, "fail_reason": draft.fail_reason, "gate": draft.gate}
     if draft.llm_error:
         update["llm_error"] = draft.llm_error
     return update

@@ -57,11 +57,14 @@ class Draft:
     """A draft answer (with 【来源:id】 tags) and why it is not a verified answer, if so.
 
     ``llm_error``: why an LLM answerer's result was replaced by the fallback's (combinations).
+    ``gate``: the answerability gate's decision over the evidence, for the trace
+    (:func:`strategies.rules.answerability.gate_summary`); None when no gate ran.
     """
 
     text: str
     fail_reason: FailReason | None = None
     llm_error: str | None = None
+    gate: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

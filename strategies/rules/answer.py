@@ -29,7 +29,9 @@ from strategies.protocols import AnswerRequest, Draft, Profile
 from strategies.rules.answerability import (
     MIN_SUBJECT_SHARE,
     UNCOVERED_PART,
+    AnswerGate,
     answerability,
+    gate_summary,
     list_lead_in,
 )
 from strategies.rules.claims import split_units, strip_citations
@@ -268,15 +270,24 @@ def tool_failed(evidence: list[Evidence]) -> bool:
     return any(not e.get("result", {}).get("valid") for e in evidence if e.get("kind") == "tool")
 
 
+def answer_gate_for(analysis: Question, evidence: list[Evidence], *, vocab: Vocabulary | None = None,
+                    gate: Gate | None = None) -> AnswerGate:
+    """Return the answerability gate over the turn's current knowledge-base evidence."""
+    current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
+    return answerability(analysis, current, vocab=vocab, min_share=(gate or Gate()).min_subject_share)
+
+
 def compose_offline(question: str, queries: list[str], evidence: list[Evidence], *,
                     feedback: list[str] | None = None, needs_kb: bool = False,
                     gate: Gate | None = None, analysis: Question | None = None,
-                    vocab: Vocabulary | None = None) -> tuple[str, FailReason | None]:
+                    vocab: Vocabulary | None = None,
+                    answer_gate: AnswerGate | None = None) -> tuple[str, FailReason | None]:
     """Return (draft, fail_reason) for the offline path: tool facts first, then KB sentences.
 
     With ``analysis`` only sentences the answerability gate accepts are candidates
     (:func:`strategies.rules.answerability.answerability`): a unit carrying a filler of the asked slot, bound to the
-    question's subject, with its qualifiers present and not contradicted.
+    question's subject, with its qualifiers present and not contradicted. ``answer_gate`` is that
+    gate when the caller already computed it (:func:`answer_gate_for`).
     """
     gate = gate or Gate()
     dropped = dropped_sentences(feedback or [])
@@ -292,11 +303,11 @@ def compose_offline(question: str, queries: list[str], evidence: list[Evidence],
     has_tools = any(e.get("kind") == "tool" for e in evidence)
     partly = False
     if not has_tools or needs_kb:
-        answer_gate = None
         if analysis is not None:  # the answerability gate: only the units it accepts are candidates
-            current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
-            answer_gate = answerability(analysis, current, vocab=vocab, min_share=gate.min_subject_share)
+            answer_gate = answer_gate or answer_gate_for(analysis, evidence, vocab=vocab, gate=gate)
             partly = answer_gate.partly_covered
+        else:
+            answer_gate = None
         picked = select_sentences(question, queries, evidence, gate.min_coverage, dropped,
                                   min_bigram=gate.min_bigram, min_dense=gate.min_dense,
                                   semantic_share=gate.semantic_share,
@@ -328,11 +339,16 @@ class RulesAnswerer:
     """The deterministic answerer (offline mode and the LLM answerer's fallback)."""
 
     def answer(self, request: AnswerRequest) -> Draft:
-        """Return the extractive draft for the request."""
+        """Return the extractive draft for the request (with the gate's decision for the trace)."""
+        gate = Gate.from_profile(request.turn.profile)
+        analysis = request.turn.question if request.turn.question.get("text") else None
+        has_tools = any(e.get("kind") == "tool" for e in request.evidence)
+        answer_gate = None
+        if analysis is not None and (not has_tools or request.needs_kb):
+            answer_gate = answer_gate_for(analysis, request.evidence, vocab=request.turn.vocab, gate=gate)
         text, reason = compose_offline(
             request.turn.question["text"], request.queries, request.evidence,
-            feedback=request.feedback, needs_kb=request.needs_kb,
-            gate=Gate.from_profile(request.turn.profile),
-            analysis=request.turn.question if request.turn.question.get("text") else None,
-            vocab=request.turn.vocab)
-        return Draft(text=text, fail_reason=reason)
+            feedback=request.feedback, needs_kb=request.needs_kb, gate=gate, analysis=analysis,
+            vocab=request.turn.vocab, answer_gate=answer_gate)
+        summary = gate_summary(analysis, answer_gate) if analysis is not None and answer_gate is not None else None
+        return Draft(text=text, fail_reason=reason, gate=summary)

@@ -1316,6 +1316,37 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
 
 # --------------------------------------------------------------------------- the answerer gate
 
+TRACE_UNITS = 8  # units of a gate decision kept in a trace: the answering ones, then the nearest misses
+_QUESTION_REASON_RE = re.compile(r"unknown term|vague subject")
+
+
+def gate_summary(question: Question, gate: AnswerGate) -> dict[str, Any]:
+    """Return the gate's decision as a small JSON-able record (why a turn was or was not answered).
+
+    The question's analysis (slot, subject terms, anchors, qualifiers) and, for at most
+    ``TRACE_UNITS`` units (the answering ones first, then those that carried a filler of the
+    asked slot), the verdict: its reason, the subject terms found and missing, and any
+    qualifier conflicts.
+    """
+    ranked = sorted(gate.verdicts, key=lambda v: (not v.answers, not v.fillers))
+    reasons = {v.reason for v in gate.verdicts}
+    whole = next(iter(reasons)) if len(reasons) == 1 and _QUESTION_REASON_RE.match(next(iter(reasons))) else ""
+    return {
+        "slot": question["slot"],
+        "subject": list(question["subject_terms"]),
+        "anchors": list(question.get("anchors") or []),
+        "qualifiers": {k: list(v) for k, v in question["qualifiers"].items()},
+        "answerable": gate.answerable,
+        "parts_covered": list(gate.parts_covered),
+        "reason": whole,  # a decision about the question itself (a term the KB never uses), not a unit
+        "units": [] if whole else [{"id": v.unit.id, "answers": v.answers, "reason": v.reason or "answers",
+                   "fillers": [f.text for f in v.fillers][:4], "found": list(v.binding.found),
+                   "missing": list(v.binding.missing),
+                   "conflicts": {k: list(x) for k, x in v.qualifiers.conflicts.items()}}
+                  for v in ranked[:TRACE_UNITS]],
+    }
+
+
 UNCOVERED_PART = "您问题中的另一部分在当前知识库中没有找到相关信息，如需进一步帮助可以为您转接人工客服。"
 
 
@@ -1347,10 +1378,11 @@ class GatedAnswerer:
         gate = answerability(question, chunks, vocab=request.turn.vocab, min_share=share)
         tools = [e for e in request.evidence if e.get("kind") == "tool"]
         accepted = set(gate.evidence_ids())
+        summary = gate_summary(question, gate)
         if not gate.answerable and not tools:
-            return Draft(text=NO_ANSWER, fail_reason="no_evidence")
+            return Draft(text=NO_ANSWER, fail_reason="no_evidence", gate=summary)
         kept = [e for e in request.evidence if e.get("kind") == "tool" or str(e.get("id")) in accepted]
-        draft = self.inner.answer(replace(request, evidence=kept))
+        draft = replace(self.inner.answer(replace(request, evidence=kept)), gate=summary)
         if gate.partly_covered and draft.text != NO_ANSWER:
             draft = replace(draft, text=draft.text + UNCOVERED_PART)
         return draft

@@ -473,3 +473,27 @@ def test_a_compound_written_in_the_other_order_is_present():
     assert _term_present("更换教练", "教练更换须提前一天申请。")
     assert _term_present("冻结会员", "会员冻结期间不计课时。")
     assert not _term_present("更换教练", "教练须提前一天更换场地。")  # the two words apart
+
+
+# --------------------------------------------------------------------------- the gate's decision in the trace
+
+def test_gate_summary_lists_answering_units_first_and_bounds_its_size():
+    from strategies.rules.answerability import TRACE_UNITS, gate_summary
+
+    chunks = [_chunk(f"c{i}", f"会员卡第{i}次补办收取{i}元工本费。", "补办") for i in range(1, 12)]
+    chunks.append(_chunk("deposit", "会员卡押金为200元。", "押金"))
+    q = analyze_question("会员卡押金多少钱")
+    summary = gate_summary(q, answerability(q, chunks))
+    assert summary["slot"] == "amount" and summary["answerable"] is True and summary["reason"] == ""
+    assert summary["units"][0]["id"].startswith("deposit@") and summary["units"][0]["answers"]
+    assert len(summary["units"]) == TRACE_UNITS
+    assert all(not u["answers"] and u["reason"] != "answers" for u in summary["units"][1:])
+
+
+def test_gate_summary_states_a_question_level_decline_once(gym_vocab):
+    from strategies.rules.answerability import gate_summary
+
+    q = analyze_question("游泳圈押金多少钱", [], gym_vocab)
+    summary = gate_summary(q, answerability(q, [_chunk("d", "会员卡押金为200元。", "押金")], vocab=gym_vocab))
+    assert summary["answerable"] is False
+    assert summary["reason"].startswith("unknown term") and summary["units"] == []

@@ -210,3 +210,20 @@ def test_trace_command_prints_readable_and_json(tmp_path: Path, capsys) -> None:
     assert json.loads(capsys.readouterr().out)["queries"] == ["退货政策", "7天无理由"]
     assert main(["trace", "ffffffff", "--traces-dir", str(tmp_path)]) == 2
     assert "no trace 'ffffffff'" in capsys.readouterr().err
+
+
+def test_the_gate_decision_behind_a_draft_is_in_the_trace_and_its_rendering() -> None:
+    gate = {"slot": "amount", "subject": ["押金"], "anchors": ["押金"], "qualifiers": {"tier": ["学生"]},
+            "answerable": False, "parts_covered": [], "reason": "",
+            "units": [{"id": "deposit#1@0", "answers": False, "reason": "qualifier conflict", "fillers": ["200元"],
+                       "found": ["押金"], "missing": [], "conflicts": {"tier": ["教师"]}}]}
+    updates = [*_updates()[:4], ("generate_answer", {"draft": "当前知识库中没有找到相关信息。", "gate": gate}, 3.0)]
+    record = tracing.build_trace_record(trace_id="c" * 32, thread_id="t", user_id="u", question="学生押金多少",
+                                        updates=updates, final_state={"status": "refused"})
+    assert record["generations"][-1]["gate"] == gate
+    text = tracing.render_trace(record)
+    assert "[gate] slot=amount subject=押金" in text
+    assert "- deposit#1@0  qualifier conflict  found=押金  missing=-" in text and '"教师"' in text
+    plain = tracing.build_trace_record(trace_id="d" * 32, thread_id="t", user_id="u", question="能退货吗",
+                                       updates=_updates(), final_state={})
+    assert all("gate" not in g for g in plain["generations"])  # no gate ran: nothing invented
