@@ -167,6 +167,32 @@ def mask_data(data: Any) -> Any:
     return _mask_values(data, frozenset(names), tuple(sorted(addresses, key=len, reverse=True)))
 
 
+def mask_question_terms(data: Any, question: str) -> Any:
+    """Return ``data`` with every string that is personal in ``question`` masked.
+
+    Words cut out of the customer's message (the answerability gate's subject terms) stand
+    alone, without the context that marks them as personal (「我是张伟」): a word of the
+    question that :func:`mask_text` masks there is masked wherever it occurs in ``data``.
+    """
+    masked = mask_text(question or "")
+    if masked == (question or ""):
+        return data
+
+    def personal(text: str) -> bool:
+        return len(text) >= 2 and text in question and text not in masked
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return _mask_name(value) if personal(value) else value
+        if isinstance(value, dict):
+            return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [walk(v) for v in value]
+        return value
+
+    return walk(data)
+
+
 def _langfuse_mask(*, data: Any, **_: Any) -> Any:
     """Mask function handed to the Langfuse client (applied to span input/output/metadata)."""
     return mask_data(_jsonable(data))
@@ -440,7 +466,7 @@ def build_trace_record(
         if isinstance(draft, str) and draft:
             generation: dict[str, Any] = {"node": node, "text": draft}
             if isinstance(update.get("gate"), dict):
-                generation["gate"] = _jsonable(update["gate"])
+                generation["gate"] = mask_question_terms(_jsonable(update["gate"]), question)
             generations.append(generation)
         if isinstance(update.get("verification"), dict):
             verifications.append(_jsonable(update["verification"]))

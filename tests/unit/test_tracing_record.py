@@ -227,3 +227,19 @@ def test_the_gate_decision_behind_a_draft_is_in_the_trace_and_its_rendering() ->
     plain = tracing.build_trace_record(trace_id="d" * 32, thread_id="t", user_id="u", question="能退货吗",
                                        updates=_updates(), final_state={})
     assert all("gate" not in g for g in plain["generations"])  # no gate ran: nothing invented
+
+
+def test_gate_terms_cut_from_a_personal_question_are_masked(tmp_path: Path) -> None:
+    question = "我是张伟，手机13812345678，七天无理由退货的运费谁承担？"
+    gate = {"slot": "person_org", "subject": ["张伟", "手机", "运费"], "anchors": ["运费"], "qualifiers": {},
+            "answerable": False, "parts_covered": [], "reason": "",
+            "units": [{"id": "r#1@0", "answers": False, "reason": "subject not bound", "fillers": [],
+                       "found": ["运费"], "missing": ["张伟", "13812345678"], "conflicts": {}}]}
+    record = tracing.build_trace_record(
+        trace_id="e" * 32, thread_id="t", user_id="u", question=question,
+        updates=[("generate_answer", {"draft": "当前知识库中没有找到相关信息。", "gate": gate}, 1.0)],
+        final_state={})
+    raw = tracing.write_trace(tmp_path, record).read_text(encoding="utf-8")
+    assert "张伟" not in raw and "13812345678" not in raw
+    masked = record["generations"][0]["gate"]
+    assert masked["subject"] == ["张*", "手机", "运费"] and masked["units"][0]["found"] == ["运费"]
