@@ -270,25 +270,26 @@ def tool_failed(evidence: list[Evidence]) -> bool:
     return any(not e.get("result", {}).get("valid") for e in evidence if e.get("kind") == "tool")
 
 
-def answer_gate_for(analysis: Question, evidence: list[Evidence], *, vocab: Vocabulary | None = None,
-                    gate: Gate | None = None) -> AnswerGate:
-    """Return the answerability gate over the turn's current knowledge-base evidence."""
-    current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
-    return answerability(analysis, current, vocab=vocab, min_share=(gate or Gate()).min_subject_share)
-
-
 def compose_offline(question: str, queries: list[str], evidence: list[Evidence], *,
                     feedback: list[str] | None = None, needs_kb: bool = False,
                     gate: Gate | None = None, analysis: Question | None = None,
-                    vocab: Vocabulary | None = None,
-                    answer_gate: AnswerGate | None = None) -> tuple[str, FailReason | None]:
+                    vocab: Vocabulary | None = None) -> tuple[str, FailReason | None]:
     """Return (draft, fail_reason) for the offline path: tool facts first, then KB sentences.
 
     With ``analysis`` only sentences the answerability gate accepts are candidates
     (:func:`strategies.rules.answerability.answerability`): a unit carrying a filler of the asked slot, bound to the
-    question's subject, with its qualifiers present and not contradicted. ``answer_gate`` is that
-    gate when the caller already computed it (:func:`answer_gate_for`).
+    question's subject, with its qualifiers present and not contradicted.
     """
+    text, reason, _ = compose_with_gate(question, queries, evidence, feedback=feedback, needs_kb=needs_kb,
+                                        gate=gate, analysis=analysis, vocab=vocab)
+    return text, reason
+
+
+def compose_with_gate(question: str, queries: list[str], evidence: list[Evidence], *,
+                      feedback: list[str] | None = None, needs_kb: bool = False,
+                      gate: Gate | None = None, analysis: Question | None = None,
+                      vocab: Vocabulary | None = None) -> tuple[str, FailReason | None, AnswerGate | None]:
+    """Return :func:`compose_offline`'s (draft, fail_reason) and the answerability gate it used (None if none ran)."""
     gate = gate or Gate()
     dropped = dropped_sentences(feedback or [])
     sentences: list[str] = []
@@ -302,12 +303,12 @@ def compose_offline(question: str, queries: list[str], evidence: list[Evidence],
                 sentences.append(f"{plain}【来源:{item['id']}】。")
     has_tools = any(e.get("kind") == "tool" for e in evidence)
     partly = False
+    answer_gate = None
     if not has_tools or needs_kb:
         if analysis is not None:  # the answerability gate: only the units it accepts are candidates
-            answer_gate = answer_gate or answer_gate_for(analysis, evidence, vocab=vocab, gate=gate)
+            current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
+            answer_gate = answerability(analysis, current, vocab=vocab, min_share=gate.min_subject_share)
             partly = answer_gate.partly_covered
-        else:
-            answer_gate = None
         picked = select_sentences(question, queries, evidence, gate.min_coverage, dropped,
                                   min_bigram=gate.min_bigram, min_dense=gate.min_dense,
                                   semantic_share=gate.semantic_share,
@@ -317,12 +318,12 @@ def compose_offline(question: str, queries: list[str], evidence: list[Evidence],
         sentences.extend(f"{_introduced(plain, by_id[eid]) if eid in by_id else plain}【来源:{eid}】。"
                          for plain, eid in picked)
     if not sentences:
-        return NO_ANSWER, "no_evidence" if not has_tools else (fail_reason or "no_evidence")
+        return NO_ANSWER, "no_evidence" if not has_tools else (fail_reason or "no_evidence"), answer_gate
     if partly:
         sentences.append(UNCOVERED_PART)
     if dropped:
         sentences.append(CANNOT_CONFIRM)
-    return "".join(sentences), fail_reason
+    return "".join(sentences), fail_reason, answer_gate
 
 
 def _introduced(plain: str, item: Mapping[str, Any]) -> str:
@@ -340,15 +341,10 @@ class RulesAnswerer:
 
     def answer(self, request: AnswerRequest) -> Draft:
         """Return the extractive draft for the request (with the gate's decision for the trace)."""
-        gate = Gate.from_profile(request.turn.profile)
         analysis = request.turn.question if request.turn.question.get("text") else None
-        has_tools = any(e.get("kind") == "tool" for e in request.evidence)
-        answer_gate = None
-        if analysis is not None and (not has_tools or request.needs_kb):
-            answer_gate = answer_gate_for(analysis, request.evidence, vocab=request.turn.vocab, gate=gate)
-        text, reason = compose_offline(
+        text, reason, answer_gate = compose_with_gate(
             request.turn.question["text"], request.queries, request.evidence,
-            feedback=request.feedback, needs_kb=request.needs_kb, gate=gate, analysis=analysis,
-            vocab=request.turn.vocab, answer_gate=answer_gate)
+            feedback=request.feedback, needs_kb=request.needs_kb,
+            gate=Gate.from_profile(request.turn.profile), analysis=analysis, vocab=request.turn.vocab)
         summary = gate_summary(analysis, answer_gate) if analysis is not None and answer_gate is not None else None
         return Draft(text=text, fail_reason=reason, gate=summary)

@@ -29,6 +29,7 @@ from typing import Any
 from contracts.question import Question, Slot
 from knowledge.gazetteer import province_of
 from knowledge.normalize import normalize_text
+from strategies.rules.extract import known_word
 from strategies.rules.question import (
     _FORM_WORDS,
     MIN_ANCHOR_IDF,
@@ -298,17 +299,10 @@ def _term_present(term: str, text: str) -> bool:
 def _swapped_compound(term: str, text: str) -> bool:
     """Return True when ``text`` writes the two words of ``term`` in the other order (更换教练: 教练更换)."""
     first, second = term[:2], term[2:]
-    return (second + first) in text and _is_word(first) and _is_word(second)
+    return (second + first) in text and known_word(first) and known_word(second)
 
 
-@lru_cache(maxsize=8192)
-def _is_word(word: str) -> bool:
-    """Return True when jieba's dictionary (shop words loaded) lists ``word``."""
-    from knowledge.normalize import _tokenizer  # noqa: PLC0415
-
-    return bool(_tokenizer().FREQ.get(word))
-
-
+@lru_cache(maxsize=1024)
 def _region_synonyms(term: str) -> frozenset[str]:
     """Return the other words for the region ``term`` names (「国外」: 「境外」「海外」)."""
     from strategies.rules.lexicon import REGION_SYNONYMS  # noqa: PLC0415
@@ -1330,7 +1324,8 @@ def gate_summary(question: Question, gate: AnswerGate) -> dict[str, Any]:
     """
     ranked = sorted(gate.verdicts, key=lambda v: (not v.answers, not v.fillers))
     reasons = {v.reason for v in gate.verdicts}
-    whole = next(iter(reasons)) if len(reasons) == 1 and _QUESTION_REASON_RE.match(next(iter(reasons))) else ""
+    only = reasons.pop() if len(reasons) == 1 else ""
+    whole = only if _QUESTION_REASON_RE.match(only) else ""
     return {
         "slot": question["slot"],
         "subject": list(question["subject_terms"]),

@@ -115,7 +115,7 @@ SPURIOUS_WEIGHT = 0.5  # a jieba HMM guess with no dictionary word inside (ã€Œå®
 _HAN_ONLY_RE = re.compile(r"^[\u4e00-\u9fff]+$")
 
 
-def _known_word(term: str) -> bool:
+def known_word(term: str) -> bool:
     """Return True when jieba's dictionary (with the shop words) lists ``term`` as a word."""
     import jieba
 
@@ -141,11 +141,11 @@ def robust_terms(terms: list[str], weight: float) -> dict[str, float]:
     """
     out: dict[str, float] = {}
     for term in terms:
-        if not _HAN_ONLY_RE.match(term) or _known_word(term):
+        if not _HAN_ONLY_RE.match(term) or known_word(term):
             out.setdefault(term, weight)
             continue
         inner = [term[i:j] for i in range(len(term)) for j in range(i + 2, len(term) + 1)
-                 if (i, j) != (0, len(term)) and _known_word(term[i:j])]
+                 if (i, j) != (0, len(term)) and known_word(term[i:j])]
         inner = [w for w in inner if not any(w != o and w in o for o in inner)]
         for word in inner:
             out.setdefault(word, weight)
