@@ -1135,7 +1135,7 @@ def _rated(fillers: Sequence[Filler], unit: Unit, per: str) -> tuple[Filler, ...
     """
     alts = _PER_UNITS.get(per, per)
     pattern = re.compile(rf"(?:每|/|单|(?<![\d.])1|全|当|按)\s*个?\s*(?:自然|日历)?(?:{alts})"  # 「每个日历月」
-                         rf"|(?:{alts})(?:费|度|均|限额|累计|上限)")
+                         rf"|(?:{alts})(?:费|度|均|限额|累计|上限|付|租|包|卡)")  # 「年付：1200元」「月租」
     if unit.context and pattern.search(_norm(unit.context[-1])):
         return tuple(fillers)
     norm = _norm(unit.text)

@@ -272,18 +272,34 @@ def _words(text: str) -> list[tuple[str, str]]:
     character noun (「券」) stays a word of its own.
     """
     out: list[tuple[str, str]] = []
-    run = ""
+    run, before = "", ""
     for word, flag in _tagged(text):
         if len(word) == 1 and _HAN_RE.match(word) and word not in _FORM_WORDS and flag != "n":
+            before = before if run else (out[-1][0] if out else "")
             run += word
             continue
-        if len(run) >= 2:
-            out.append((run, "run"))
+        out.extend((piece, "run") for piece in _run_pieces(run, before))
         run = ""
         out.append((word, flag))
-    if len(run) >= 2:
-        out.append((run, "run"))
+    out.extend((piece, "run") for piece in _run_pieces(run, before))
     return out
+
+
+_RUN_BREAK_RE = re.compile("|".join(sorted((w for w in ("最多 最高 最大 最长 最晚 最迟 至多 最少 最低 最小 最短 最早 至少"
+                                                          .split())), key=len, reverse=True)))
+
+
+def _run_pieces(run: str, before: str) -> list[str]:
+    """Return the words of a run of single characters: never across a bound, a counted unit or a particle.
+
+    「1|年|最|多|帮」 is a number's unit (年), a bound (最多) and a verb, not the word 「年最多」;
+    「哪|天|扣」 is the interrogative 哪天 and a verb.
+    """
+    if before and (_NUMERAL_BEFORE_RE.search(before) or before in ("哪", "几", "多少")) \
+            and run and _MEASURE_CHAR_RE.match(run[0]):
+        run = run[1:]
+    pieces = _RUN_BREAK_RE.split(run)
+    return [p for p in (piece.strip("吗呢吧啊呀么") for piece in pieces) if len(p) >= 2]
 
 
 # Parts of speech (jieba) of a heading's modifier and head: nouns, distinguishing words,
@@ -606,11 +622,11 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
             out[term] = ""  # 拿|回去, 送|回来: the verb's directional ending names nothing
         elif term[1] in _GRAMMAR_CHARS:  # 旧|证要: a KB word (旧证) before a form character
             joined = [norm[start - k:start + 1] for k in range(MAX_JOIN, 0, -1) if start - k >= 0]
-            out[term] = next((w for w in joined if vocab.document_frequency(w)), "")
+            out[term] = next((w for w in joined if w[0] not in _GRAMMAR_CHARS and _HAN_RE.fullmatch(w[0]) and vocab.document_frequency(w)), "")
         elif term[0] in _GRAMMAR_CHARS:  # a form character glued to the first character of a word
             end = start + 2
             joined = [norm[start + 1:end + k] for k in range(MAX_JOIN, 0, -1) if end + k <= len(norm)]
-            out[term] = next((w for w in joined if vocab.document_frequency(w)), "")
+            out[term] = next((w for w in joined if w[-1] not in _GRAMMAR_CHARS and _HAN_RE.fullmatch(w[-1]) and vocab.document_frequency(w)), "")
     for term in terms:  # 几天|内存|包: the segmenter's word across the knowledge base's (存包)
         if term in out or len(term) < 2 or not _HAN_RE.match(term) or vocab.document_frequency(term):
             continue

@@ -225,3 +225,26 @@ def test_a_question_asking_for_money_is_not_answered_by_a_rate():
     assert not _answers("分期最多能分多少钱", "分期手续费为每期0.6%。", "分期")
     assert _answers("分期最多能分多少钱", "分期最高可分5000元。", "分期")
     assert _answers("分期手续费是多少", "分期手续费为每期0.6%。", "分期")  # no money word: a rate answers
+
+
+@pytest.mark.parametrize(("question", "glued"), [
+    ("私教课一周最多约几节", "周最多约"),  # 「1|周|最|多|约」: a number's unit, a bound, a verb
+    ("储物柜每个月哪天扣费", "天扣费"),  # 「哪|天」 is the interrogative
+])
+def test_a_run_of_single_characters_never_crosses_a_bound_or_a_counted_unit(question, glued):
+    words = [w for w, _ in _words(analyze_question(question)["norm"])]
+    assert not any(glued in w or w in glued and len(w) > 2 for w in words)
+    assert not any("最多" in t for t in analyze_question(question)["subject_terms"])
+
+
+def test_a_mended_word_never_ends_with_a_particle():
+    vocab = build_vocabulary([["储物柜"]], ["储物柜 问：储物柜要钱吗？答：会员免费使用。"])
+    q = analyze_question("储物柜租用要钱吗", vocab=vocab)
+    assert not any(t.endswith("吗") for t in q["subject_terms"])
+
+
+def test_a_rate_may_stand_in_the_column_header_of_a_payment_span():
+    # 「年付：1200元」 is what one pays a year; 「月付」 is not.
+    row = "卡种：尊享卡，月付：129元/月，年付（12个月）：1200元"
+    assert _answers("尊享卡年付一年多少钱", row, "收费标准")
+    assert not _answers("尊享卡一年多少钱", "卡种：尊享卡，月付：129元/月", "收费标准")
