@@ -35,6 +35,7 @@ from strategies.rules.question import (
     MIN_ANCHOR_IDF,
     Vocabulary,
     _general_idf,
+    asking_clause,
     _words,
     word_edges,
 )
@@ -1016,12 +1017,16 @@ def unknown_terms(question: Question, vocab: Vocabulary | None) -> list[str]:
     A noun the knowledge base has no text for (not even most of its characters' bigrams), that
     is not everyday Chinese (jieba's IDF at least ``MIN_ANCHOR_IDF``, unlike 「东西」), names a thing the
     knowledge base does not cover: no unit can answer about it. Latin words (product codes,
-    English) and single characters are left to binding.
+    English) and single characters are left to binding, and so is a word of a clause that
+    only sets the scene (「…腿脚不方便，可以上门吗」): the clause that asks decides.
     """
     if vocab is None or not vocab.texts:
         return []
     out = []
+    asking = asking_clause(question["norm"], question["slot"])
     for term in question["subject_terms"]:
+        if term not in asking and term in question["norm"]:
+            continue
         if len(term) < 2 or not _HAN_RE.search(term) or not _is_plain_noun(term):
             continue
         if vocab.document_frequency(term) or _general_idf(term) < MIN_ANCHOR_IDF:

@@ -755,6 +755,19 @@ def question_measure(norm: str) -> str:
     return "" if unit in _GENERIC_MEASURES else unit
 
 
+def asking_clause(norm: str, slot: Slot) -> str:
+    """Return the clause of ``norm`` that holds the interrogative (all of ``norm`` when none is found).
+
+    In 「家里老人腿脚不方便，可以上门办吗」 the first clause sets the scene; the second asks.
+    """
+    span = _ask_span(norm, slot)
+    if span is None:
+        return norm
+    starts = [0] + [m.end() for m in _ANCHOR_STOP_RE.finditer(norm) if m.end() <= span[0]]
+    stop = _ANCHOR_STOP_RE.search(norm, span[1])
+    return norm[starts[-1]:stop.start() if stop else len(norm)]
+
+
 def _ask_span(norm: str, slot: Slot) -> tuple[int, int] | None:
     pattern = dict(_FORMS).get(slot) if slot != "none" else _OPEN_FORMS
     match = pattern.search(norm) if pattern is not None else None
