@@ -35,8 +35,8 @@ from strategies.rules.question import (
     MIN_ANCHOR_IDF,
     Vocabulary,
     _general_idf,
-    asking_clause,
     _words,
+    asking_clause,
     word_edges,
 )
 
@@ -173,7 +173,11 @@ _AMOUNT_RE = re.compile(
     r"|[百千万]分之[\d.零〇一二两三四五六七八九十点]+"  # 「千分之三」: a rate written in words
     rf"|免费{_NOT_NAME}|免收|免除|免[^\s，。；]{{0,3}}费{_NOT_NAME}|不收(?:取)?|无需(?:支付|付费|承担)|0元|全额|原价|差价")
 _CLASSIFIER = r"(?:周岁|岁|个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|箱|包|瓶|名|只|套)"
-_COUNT_RE = re.compile(rf"\d+(?:\.\d+)?(?:\s*-\s*\d+)?\s*[万千]?\s*{_CLASSIFIER}(?!工作日|小时|月|自然日)|不限(?:次数|数量)?|无限|仅限?\s*\d+|最多\s*\d+|\d+\s*以[内上下]")
+# Units of measure (data, rate, length, weight, volume, energy, power, pressure, temperature, area),
+# written in lower case as the normalised text is: a quantity answers 「多少」 as a count does.
+_MEASURE_UNIT = (r"(?:[kmgt]i?b(?:ps)?|[kmg](?:bps)?(?![a-z])|兆|米|公里|千米|厘米|毫米|公斤|千克|克|斤|吨|升|毫升"
+                 r"|度|千瓦时|千瓦|瓦|kw|w(?![a-z])|伏|v(?![a-z])|mpa|°c|平方米|㎡|匹)")
+_COUNT_RE = re.compile(rf"\d+(?:\.\d+)?(?:\s*-\s*\d+)?\s*[万千]?\s*(?:{_CLASSIFIER}|{_MEASURE_UNIT})(?!工作日|小时|月|自然日)|不限(?:次数|数量)?|无限|仅限?\s*\d+|最多\s*\d+|\d+\s*以[内上下]")
 _ROLE_RE = re.compile(
     r"[\u4e00-\u9fffA-Za-z]{0,6}(?:公司|集团|银行|平台|商家|卖家|买家|店铺|部门|中心|机构|客服|快递|物流|人员|用户"
     r"|顾客|消费者|承运商|厂家|厂商|品牌方|服务商|本人|家属|代收人|寺|庙|宫|院|局|委员会|大学|学校|医院|政府)"
@@ -1074,7 +1078,29 @@ def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str]) -
     if unit.row or (unit.context and any(_term_present(t, _norm(unit.context[-1])) for t in found)):
         return tuple(fillers)
     norm = _norm(unit.text)
-    return tuple(f for f in fillers if any(_term_present(t, _clause_of(norm, f)) for t in found))
+    return tuple(f for f in fillers if any(_term_present(t, _clause_of(norm, f)) for t in found)
+                 or any(_term_present(t, _topic_before(norm, f)) for t in found))
+
+
+_CONTINUES_RE = re.compile(r"^(?:最高|最低|最多|最少|至多|至少|不超过|不低于|不少于|上限|封顶|可以?|能够?|须|需要?|应当?|不得|不能|不可)")
+_CONDITION_END_RE = re.compile(r"(?:后|前|时|的话|期间|之内|以内|内)\s*$")
+
+
+def _topic_before(norm: str, filler: Filler) -> str:
+    """Return the clause before the filler's, when the filler's clause continues it (else ``""``).
+
+    A clause that opens with a bound or a modal and names no subject (「…每月流量上限，最低可
+    设置为1GB」) says more about the subject of the clause before it, across a comma. A clause
+    before it that sets a time or a condition (「审核通过后，」) is not that subject.
+    """
+    cuts = [m for m in _CLAUSE_RE.finditer(norm) if m.end() <= filler.start]
+    if not cuts or cuts[-1].group(0) not in ("，", ","):
+        return ""
+    if not _CONTINUES_RE.match(norm[cuts[-1].end():filler.start].strip()):
+        return ""
+    start = cuts[-2].end() if len(cuts) > 1 else 0
+    before = norm[start:cuts[-1].start()]
+    return "" if _CONDITION_END_RE.search(before) else before
 
 
 def _sibling_clause(clause: str, anchors: Sequence[str]) -> bool:

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from strategies.rules.answerability import Unit, answerability, judge_unit, question_subject
+from strategies.rules.answerability import (
+    Unit,
+    answerability,
+    judge_unit,
+    question_subject,
+    slot_fillers,
+)
 from strategies.rules.question import _words, analyze_question, build_vocabulary, question_per
 
 
@@ -248,3 +254,24 @@ def test_a_rate_may_stand_in_the_column_header_of_a_payment_span():
     row = "卡种：尊享卡，月付：129元/月，年付（12个月）：1200元"
     assert _answers("尊享卡年付一年多少钱", row, "收费标准")
     assert not _answers("尊享卡一年多少钱", "卡种：尊享卡，月付：129元/月", "收费标准")
+
+
+def test_a_clause_opening_with_a_bound_speaks_of_the_clause_before_it():
+    unit = "会员可为每位家属设置每月消费上限，最低可设置为100元；"
+    assert _answers("给家属设消费上限，最少能设多少", unit, "收费标准")
+    # a clause that sets a time or a condition is not what the value is about
+    assert not _answers("家属卡审核要多久", "家属卡审核通过后，须在7天内到前台领取。", "办理")
+
+
+def test_an_unknown_word_decides_only_in_the_clause_that_asks():
+    vocab = build_vocabulary([["私教课"]], ["私教课 私教课可以改期，须提前24小时预约。"])
+    evidence = [{"id": "a", "text": "私教课可以改期，须提前24小时预约。", "title": "私教课"}]
+    scene = answerability(analyze_question("我家小狗生病了，私教课能改期吗", vocab=vocab), evidence, vocab=vocab)
+    asked = answerability(analyze_question("私教课能带小狗吗", vocab=vocab), evidence, vocab=vocab)
+    assert not any(v.reason.startswith("unknown term") for v in scene.verdicts)
+    assert [v.reason for v in asked.verdicts] == ["unknown term 小狗"]
+
+
+def test_a_quantity_in_a_unit_of_measure_is_a_count_filler():
+    assert [f.text for f in slot_fillers("count", "泳池水深1.8米，储物柜限重5公斤，网速100Mbps")] == [
+        "1.8米", "5公斤", "100mbps"]
