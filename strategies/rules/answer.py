@@ -27,6 +27,7 @@ from knowledge.gazetteer import province_of
 from knowledge.normalize import normalize_text, tokenize
 from strategies.protocols import AnswerRequest, Draft, Profile
 from strategies.rules.answerability import (
+    FAQ_ANSWER_RE,
     MIN_SUBJECT_SHARE,
     UNCOVERED_PART,
     AnswerGate,
@@ -60,7 +61,7 @@ _TERMINATORS = "。！？!?；;，, "
 
 def sentence_units(text: str) -> list[str]:
     """Return the answerable units of a chunk: prose sentences and readable table rows."""
-    units = (_LIST_MARKER_RE.sub("", u).strip() for u in split_units(text))
+    units = (FAQ_ANSWER_RE.sub("", _LIST_MARKER_RE.sub("", u).strip()) for u in split_units(text))
     return [u for u in units if not u.startswith("#") and len(strip_citations(u)) >= 4
             and not u.endswith(("：", ":"))]
 

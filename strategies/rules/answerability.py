@@ -88,17 +88,30 @@ def _cells(line: str) -> list[str]:
 _ITEM_LABEL_RE = re.compile(r"([^：:，,。；;（）()]{1,12})[：:]")
 
 
-def _split_text(text: str) -> list[tuple[str, bool, str]]:
-    """Return (unit text, is table row, item label) triples of one chunk's text.
+_FAQ_QUESTION_RE = re.compile(r"^\*{0,2}\s*(?:问|Q)\s*\d*\s*[:：]\s*(.+?)\s*\*{0,2}$", re.IGNORECASE)
+FAQ_ANSWER_RE = re.compile(r"^\*{0,2}\s*(?:答|A)\s*\d*\s*[:：]\s*\*{0,2}\s*", re.IGNORECASE)
+
+
+def _split_text(text: str) -> list[tuple[str, bool, str, str]]:
+    """Return (unit text, is table row, item label, FAQ question) of one chunk's text.
 
     The label of a labelled list item (「早场：」) is given for the item's second and later
-    sentences, which do not repeat it.
+    sentences, which do not repeat it. An inline FAQ (「问：…？」 then 「答：…」) gives no unit
+    for its question: the question is the context of the answer's units, as an FAQ heading is.
     """
-    out: list[tuple[str, bool, str]] = []
+    out: list[tuple[str, bool, str, str]] = []
     header: list[str] = []
+    faq = ""
     lines = text.splitlines()
     for i, line in enumerate(lines):
         stripped = line.strip()
+        asked = _FAQ_QUESTION_RE.match(stripped)
+        if asked:
+            faq = asked.group(1).strip("* ")
+            continue
+        if stripped.startswith("#"):
+            faq = ""
+        stripped = FAQ_ANSWER_RE.sub("", stripped) if faq else stripped
         if stripped.startswith("|"):
             if _TABLE_SEP_RE.match(stripped):
                 continue
@@ -108,9 +121,9 @@ def _split_text(text: str) -> list[tuple[str, bool, str]]:
                 continue
             cells = _cells(stripped)
             if header and len(header) == len(cells):
-                out.append(("，".join(f"{h}：{c}" for h, c in zip(header, cells, strict=True) if c), True, ""))
+                out.append(("，".join(f"{h}：{c}" for h, c in zip(header, cells, strict=True) if c), True, "", ""))
             else:
-                out.append(("，".join(c for c in cells if c), True, ""))
+                out.append(("，".join(c for c in cells if c), True, "", ""))
             continue
         header = []
         if not stripped or stripped.startswith("#"):
@@ -119,7 +132,7 @@ def _split_text(text: str) -> list[tuple[str, bool, str]]:
         for n, piece in enumerate(_SENT_SPLIT_RE.split(stripped)):
             piece = _LIST_MARK_RE.sub("", _CITE_RE.sub("", piece or "")).strip()
             if len(piece) >= MIN_UNIT_CHARS and not piece.endswith(("：", ":")):
-                out.append((piece, False, label.group(1) if label and n else ""))
+                out.append((piece, False, label.group(1) if label and n else "", faq))
     return out
 
 
@@ -138,9 +151,10 @@ def evidence_units(evidence: Sequence[Mapping[str, Any]], *, include_tools: bool
             continue
         text = str(item.get("text", ""))
         context = tuple(str(h) for h in [item.get("title", ""), *(item.get("heading_path") or [])] if h)
-        for n, (piece, row, label) in enumerate(_split_text(text)):
+        for n, (piece, row, label, faq) in enumerate(_split_text(text)):
             units.append(Unit(id=f"{item.get('id')}@{n}", evidence_id=str(item.get("id")),
-                              doc_id=str(item.get("doc_id", "")), text=piece, context=context, row=row, label=label,
+                              doc_id=str(item.get("doc_id", "")), text=piece, context=(*context, faq) if faq else context,
+                              row=row, label=label,
                               superseded=bool(item.get("superseded")), chunk_text=text))
     return units
 

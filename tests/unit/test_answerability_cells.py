@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from strategies.rules.answer import sentence_units
 from strategies.rules.answerability import (
     Unit,
     _cell_fillers,
@@ -497,3 +498,11 @@ def test_gate_summary_states_a_question_level_decline_once(gym_vocab):
     summary = gate_summary(q, answerability(q, [_chunk("d", "会员卡押金为200元。", "押金")], vocab=gym_vocab))
     assert summary["answerable"] is False
     assert summary["reason"].startswith("unknown term") and summary["units"] == []
+
+
+def test_an_inline_faq_question_is_the_context_of_its_answer_not_a_unit():
+    text = "**问：储物柜可以过夜存放吗？**\n答：不可以，储物柜每日22:00清柜。\n\n**问：毛巾收费吗？**\n答：会员免费。"
+    units = evidence_units([{"id": "e", "text": text, "title": "场馆须知", "heading_path": ["常见问题"]}])
+    assert [(u.text, u.context[-1]) for u in units] == [
+        ("不可以，储物柜每日22:00清柜。", "储物柜可以过夜存放吗？"), ("会员免费。", "毛巾收费吗？")]
+    assert sentence_units(text)[1] == "不可以，储物柜每日22:00清柜。"
