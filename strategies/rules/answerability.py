@@ -895,7 +895,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                 or _sibling_label(unit, bind.found) or _other_conjunct(unit, bind.found, subject)
                 or _narrower_heading(question, unit, vocab)
                 or _opposite_terms(subject, unit) or _about_document(unit)
-                or _item_of_another_list(question, unit, subject) or _sibling_regime(question, unit, vocab))
+                or _item_of_another_list(question, unit, subject) or _sibling_regime(question, unit, vocab)
+                or _other_quantity(question, unit))
     if excluded:
         quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})
     reason = ""
@@ -912,6 +913,57 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     elif not quals.ok:
         reason = "qualifier conflict" if quals.conflicts else "qualifier absent"
     return UnitVerdict(unit, not reason, fillers, bind, quals, reason)
+
+
+# A quantity in a unit of measure, and each unit's family and scale (「1TB」 is 1,000,000 MB).
+_QUANTITY_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(tb|gb|mb|kb|gbps|mbps|kbps|兆|公里|千米|厘米|毫米|米|公斤|千克|斤|吨|克|毫升|升|匹"
+                          r"|[tgmk](?![a-z]))")
+_QUANTITY_SCALE = {
+    "tb": ("data", 1e6), "t": ("data", 1e6), "gb": ("data", 1e3), "g": ("data", 1e3), "mb": ("data", 1.0),
+    "kb": ("data", 1e-3), "k": ("data", 1e-3),
+    "gbps": ("rate", 1e3), "mbps": ("rate", 1.0), "m": ("rate", 1.0), "兆": ("rate", 1.0), "kbps": ("rate", 1e-3),
+    "公里": ("length", 1e3), "千米": ("length", 1e3), "米": ("length", 1.0), "厘米": ("length", 1e-2),
+    "毫米": ("length", 1e-3), "吨": ("weight", 1e3), "公斤": ("weight", 1.0), "千克": ("weight", 1.0),
+    "斤": ("weight", 0.5), "克": ("weight", 1e-3), "升": ("volume", 1.0), "毫升": ("volume", 1e-3),
+    "匹": ("power", 1.0),
+}
+_RANGE_NEAR_RE = re.compile(r"最高|最低|最多|最少|至少|不超过|不低于|以上|以下|以内|及以上|及以下|起|[-–~～至到]|满|未满|超过|低于|高于")
+
+
+def _quantities(norm: str) -> list[tuple[str, float, int, int]]:
+    out = []
+    for m in _QUANTITY_RE.finditer(norm):
+        if m.group(2) == "g" and re.fullmatch(r"[2-6]", m.group(1)) and not norm[:m.start()][-1:].isdigit():
+            continue  # 「4G」「5G」 name a network generation, not a size
+        family, scale = _QUANTITY_SCALE[m.group(2)]
+        out.append((family, float(m.group(1)) * scale, m.start(), m.end()))
+    return out
+
+
+def _other_quantity(question: Question, unit: Unit) -> list[str]:
+    """Return the unit's quantities that contradict one the question states (``[]`` if none).
+
+    「有没有1TB的，多少钱」 names a size: a unit stating only another size of the same kind
+    (「云盘（200GB）：10元/月」) is about another product, whatever it costs. A value beside a
+    bound or in a range (「500M及以上」「1–5GB」) is a condition, not another size; and a
+    question asking for a count or a duration is asking for the quantity itself.
+    """
+    if question["slot"] in ("count", "duration"):
+        return []
+    asked = _quantities(_norm(question["norm"]))
+    if not asked:
+        return []
+    norm = _norm(unit.text)
+    stated = _quantities(norm)
+    out = []
+    for family, value, _, _ in asked:
+        same = [(v, a, b) for f, v, a, b in stated if f == family]
+        if not same or any(abs(v - value) < 1e-9 for v, _, _ in same):
+            continue
+        if any(_RANGE_NEAR_RE.search(norm[max(0, a - 3):a] + " " + norm[b:b + 3]) for _, a, b in same):
+            continue
+        out.extend(norm[a:b] for _, a, b in same)
+    return out
 
 
 def subject_weights(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str, float]:

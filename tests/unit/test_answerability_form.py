@@ -10,6 +10,7 @@ import pytest
 
 from strategies.rules.answerability import (
     Unit,
+    _quantities,
     answerability,
     judge_unit,
     question_subject,
@@ -275,3 +276,23 @@ def test_an_unknown_word_decides_only_in_the_clause_that_asks():
 def test_a_quantity_in_a_unit_of_measure_is_a_count_filler():
     assert [f.text for f in slot_fillers("count", "泳池水深1.8米，储物柜限重5公斤，网速100Mbps")] == [
         "1.8米", "5公斤", "100mbps"]
+
+
+def _row_answers(question: str, row: str) -> bool:
+    unit = Unit(id="e@0", evidence_id="e", doc_id="d", text=row, context=("增值服务",), chunk_text=row, row=True)
+    return judge_unit(analyze_question(question), unit).answers
+
+
+def test_a_unit_stating_another_size_does_not_answer_about_the_asked_size():
+    row = "项目：大号储物柜（60升），费用：10元/月"
+    assert not _row_answers("有没有100升的储物柜，多少钱", row)
+    assert _row_answers("60升的储物柜多少钱", row)
+    assert _row_answers("储物柜多少钱", row)
+    # a size beside a bound is a condition, not another product
+    assert _row_answers("100升的储物柜多少钱", "项目：储物柜（50升及以上），费用：10元/月")
+
+
+def test_a_network_generation_is_not_a_size():
+    assert _quantities("5g会员卡，4g手机") == []
+    assert [q[:2] for q in _quantities("30g流量，1tb云盘")] == [("data", 30000.0), ("data", 1000000.0)]
+    assert not _row_answers("办20G的会员卡多少钱", "项目：会员卡（10G），费用：199元/月")
