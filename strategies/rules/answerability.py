@@ -931,7 +931,7 @@ _RANGE_NEAR_RE = re.compile(r"最高|最低|最多|最少|至少|不超过|不�
 
 
 def _quantities(norm: str) -> list[tuple[str, float, int, int]]:
-    out = []
+    out: list[tuple[str, float, int, int]] = []
     for m in _QUANTITY_RE.finditer(norm):
         if m.group(2) == "g" and re.fullmatch(r"[2-6]", m.group(1)) and not norm[:m.start()][-1:].isdigit():
             continue  # 「4G」「5G」 name a network generation, not a size
@@ -955,7 +955,7 @@ def _other_quantity(question: Question, unit: Unit) -> list[str]:
         return []
     norm = _norm(unit.text)
     stated = _quantities(norm)
-    out = []
+    out: list[str] = []
     for family, value, _, _ in asked:
         same = [(v, a, b) for f, v, a, b in stated if f == family]
         if not same or any(abs(v - value) < 1e-9 for v, _, _ in same):
