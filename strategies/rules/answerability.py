@@ -943,9 +943,9 @@ def _quantities(norm: str) -> list[tuple[str, float, int, int]]:
 def _other_quantity(question: Question, unit: Unit) -> list[str]:
     """Return the unit's quantities that contradict one the question states (``[]`` if none).
 
-    「有没有1TB的，多少钱」 names a size: a unit stating only another size of the same kind
-    (「云盘（200GB）：10元/月」) is about another product, whatever it costs. A value beside a
-    bound or in a range (「500M及以上」「1–5GB」) is a condition, not another size; and a
+    「有没有100升的，多少钱」 names a size: a unit stating only another size of the same kind
+    (「储物柜（60升）：10元/月」) is about another product, whatever it costs. A value beside a
+    bound or in a range (「50升及以上」「30–60升」) is a condition, not another size; and a
     question asking for a count or a duration is asking for the quantity itself.
     """
     if question["slot"] in ("count", "duration"):
@@ -1088,7 +1088,7 @@ def unknown_terms(question: Question, vocab: Vocabulary | None) -> list[str]:
     is not everyday Chinese (jieba's IDF at least ``MIN_ANCHOR_IDF``, unlike 「东西」), names a thing the
     knowledge base does not cover: no unit can answer about it. Latin words (product codes,
     English) and single characters are left to binding, and so is a word of a clause that
-    only sets the scene (「…腿脚不方便，可以上门吗」): the clause that asks decides.
+    only sets the scene (「我家小狗生病了，…」): the clause that asks decides.
     """
     if vocab is None or not vocab.texts:
         return []
@@ -1155,9 +1155,9 @@ _CONDITION_END_RE = re.compile(r"(?:后|前|时|的话|期间|之内|以内|内)
 def _topic_before(norm: str, filler: Filler) -> str:
     """Return the clause before the filler's, when the filler's clause continues it (else ``""``).
 
-    A clause that opens with a bound or a modal and names no subject (「…每月流量上限，最低可
-    设置为1GB」) says more about the subject of the clause before it, across a comma. A clause
-    before it that sets a time or a condition (「审核通过后，」) is not that subject.
+    A clause that opens with a bound or a modal and names no subject (「…每月消费上限，最低可
+    设置为100元」) says more about the subject of the clause before it, across a comma. A clause
+    before it that sets a time or a condition (「…通过后，」) is not that subject.
     """
     cuts = [m for m in _CLAUSE_RE.finditer(norm) if m.end() <= filler.start]
     if not cuts or cuts[-1].group(0) not in ("，", ","):

@@ -292,8 +292,8 @@ _RUN_BREAK_RE = re.compile("|".join(sorted((w for w in ("最多 最高 最大 �
 def _run_pieces(run: str, before: str) -> list[str]:
     """Return the words of a run of single characters: never across a bound, a counted unit or a particle.
 
-    「1|年|最|多|帮」 is a number's unit (年), a bound (最多) and a verb, not the word 「年最多」;
-    「哪|天|扣」 is the interrogative 哪天 and a verb.
+    「1|周|最|多|约」 is a number's unit (周), a bound (最多) and a verb, not the word 「周最多约」;
+    「哪|天|交」 is the interrogative 哪天 and a verb.
     """
     if before and (_NUMERAL_BEFORE_RE.search(before) or before in ("哪", "几", "多少")) \
             and run and _MEASURE_CHAR_RE.match(run[0]):
@@ -758,7 +758,7 @@ def question_measure(norm: str) -> str:
 def asking_clause(norm: str, slot: Slot) -> str:
     """Return the clause of ``norm`` that holds the interrogative (all of ``norm`` when none is found).
 
-    In 「家里老人腿脚不方便，可以上门办吗」 the first clause sets the scene; the second asks.
+    In 「我家小狗生病了，私教课能改期吗」 the first clause sets the scene; the second asks.
     """
     span = _ask_span(norm, slot)
     if span is None:
