@@ -285,10 +285,6 @@ def _words(text: str) -> list[tuple[str, str]]:
     return out
 
 
-_RUN_BREAK_RE = re.compile("|".join(sorted((w for w in ("最多 最高 最大 最长 最晚 最迟 至多 最少 最低 最小 最短 最早 至少"
-                                                          .split())), key=len, reverse=True)))
-
-
 def _run_pieces(run: str, before: str) -> list[str]:
     """Return the words of a run of single characters: never across a bound, a counted unit or a particle.
 
@@ -723,6 +719,8 @@ _MAX_RE = re.compile(r"最多|最高|最大|最长|最晚|最迟|上限|封顶|�
 _MIN_RE = re.compile(r"最少|最低|最小|最短|最早|至少|下限|起步|\bmin(?:imum)?\b|\bat least\b")
 # Bound words and measure words are part of the form, never an anchor.
 _BOUND_WORDS = frozenset("最多 最高 最大 最长 最晚 最迟 上限 封顶 至多 不超过 最少 最低 最小 最短 最早 至少 下限 起步".split())
+# The bounds jieba leaves as two single characters (最|多, 至|少): a run of single characters breaks at them.
+_RUN_BREAK_RE = re.compile("|".join(sorted(w for w in _BOUND_WORDS if w[0] in "最至")))
 _MEASURE_RE = re.compile(rf"(?:几|多少)\s*个?\s*({_CLASSIFIERS}|岁|周岁|公斤|斤|克|米|公里|里程|页|元|块|美元)")
 _GENERIC_MEASURES = frozenset({"个", "元", "块", "美元"})  # money and 「个」 are checked by the slot itself
 _ANCHOR_STOP_RE = re.compile(r"[，,。；;！!？?、\s]")
