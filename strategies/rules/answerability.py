@@ -916,8 +916,6 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
 
 
 # A quantity in a unit of measure, and each unit's family and scale (「1TB」 is 1,000,000 MB).
-_QUANTITY_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(tb|gb|mb|kb|gbps|mbps|kbps|兆|公里|千米|厘米|毫米|米|公斤|千克|斤|吨|克|毫升|升|匹"
-                          r"|[tgmk](?![a-z]))")
 _QUANTITY_SCALE = {
     "tb": ("data", 1e6), "t": ("data", 1e6), "gb": ("data", 1e3), "g": ("data", 1e3), "mb": ("data", 1.0),
     "kb": ("data", 1e-3), "k": ("data", 1e-3),
@@ -927,6 +925,10 @@ _QUANTITY_SCALE = {
     "斤": ("weight", 0.5), "克": ("weight", 1e-3), "升": ("volume", 1.0), "毫升": ("volume", 1e-3),
     "匹": ("power", 1.0),
 }
+# Longest unit first, so that 「100mbps」 is a rate and not 「100mb」; a bare letter only before a non-letter.
+_QUANTITY_RE = re.compile(r"(\d+(?:\.\d+)?)\s*("
+                          + "|".join(sorted((u for u in _QUANTITY_SCALE if not re.fullmatch("[a-z]", u)), key=len, reverse=True))
+                          + r"|[tgmk](?![a-z]))")
 _RANGE_NEAR_RE = re.compile(r"最高|最低|最多|最少|至少|不超过|不低于|以上|以下|以内|及以上|及以下|起|[-–~～至到]|满|未满|超过|低于|高于")
 
 

@@ -295,4 +295,5 @@ def test_a_unit_stating_another_size_does_not_answer_about_the_asked_size():
 def test_a_network_generation_is_not_a_size():
     assert _quantities("5g会员卡，4g手机") == []
     assert [q[:2] for q in _quantities("30g流量，1tb云盘")] == [("data", 30000.0), ("data", 1000000.0)]
+    assert [q[:2] for q in _quantities("下行100mbps，上行1gbps")] == [("rate", 100.0), ("rate", 1000.0)]
     assert not _row_answers("办20G的会员卡多少钱", "项目：会员卡（10G），费用：199元/月")
