@@ -122,3 +122,105 @@ def expand_places(text: str) -> tuple[str, ...]:
         if province not in out and province not in text:
             out.append(province)
     return tuple(out)
+
+
+# Hong Kong, Macao and Taiwan: outside the mainland's 「国内」 in policies, named together as 「港澳台」.
+SPECIAL_REGIONS = frozenset({"香港", "澳门", "台湾"})
+_ABROAD_WORDS = ("国际", "境外", "国外", "海外", "出境")
+_REGIONAL_WORDS = ("港澳台", "港澳", "境外", "出境")
+
+
+@lru_cache(maxsize=1)
+def _world() -> dict[str, tuple[str, str]]:
+    """Return {place: (country, continent)} for every place outside China in jionlp's world list.
+
+    The list (``jionlp/dictionary/world_location.txt``) gives, per continent, each country's
+    short and full name, its capital and its large cities.
+    """
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("jionlp")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    path = Path(next(iter(spec.submodule_search_locations))) / "dictionary" / "world_location.txt"
+    places: dict[str, tuple[str, str]] = {}
+    continent = ""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    for line in lines:
+        if line.endswith((":", "：")):
+            continent = line.rstrip(":：").strip()
+            continue
+        cells = line.split("\t")
+        if len(cells) < 2 or cells[0] == "中国":
+            continue
+        country = cells[0].strip()
+        names = [country, cells[1].strip(), *(c.strip() for c in cells[2:3])]
+        names += [c.strip() for c in "/".join(cells[3:]).split("/")]
+        for name in names:
+            if len(name) >= 2 and name not in places:
+                places[name] = (country, continent)
+    return places
+
+
+def country_of(place: str) -> str | None:
+    """Return the country of a place outside China (「首尔」 → 「韩国」, 「日本」 → 「日本」), else None."""
+    hit = _world().get(place.strip())
+    return hit[0] if hit else None
+
+
+@lru_cache(maxsize=4096)
+def containers_of(place: str) -> tuple[str, ...]:
+    """Return the words a policy may use for an area that holds ``place`` outside the mainland.
+
+    A city abroad is held by its country, its continent and the words for abroad (「国际」
+    「境外」…); 「香港」「澳门」「台湾」 (and their cities) by 「港澳台」「港澳」 and 「境外」. A group
+    written as one character of each member (「日韩」) holds a country whose name has one of them,
+    which :func:`held_by_group` checks. The mainland's own places hold nothing here.
+    """
+    hit = _world().get(place.strip())
+    if hit:
+        return tuple(dict.fromkeys((hit[0], hit[1], *_ABROAD_WORDS)))
+    province = province_of(place) or (place if place in SPECIAL_REGIONS else None)
+    if province in SPECIAL_REGIONS:
+        return tuple(dict.fromkeys((province, *_REGIONAL_WORDS)))
+    return ()
+
+
+def is_abroad(place: str) -> bool:
+    """Return True for a place outside the mainland (abroad, or Hong Kong, Macao, Taiwan)."""
+    return bool(containers_of(place))
+
+
+def held_by_group(place: str, text: str) -> bool:
+    """Return True when ``text`` names a group of countries by one character each that holds ``place``.
+
+    「日韩航线」 holds 「东京」 (日本) and 「首尔」 (韩国): the group stands alone in ``text`` (a run
+    of single characters between words), every character of it the first character of a country
+    of the same continent, one of them ``place``'s country.
+    """
+    hit = _world().get(place.strip())
+    if not hit:
+        return False
+    country, continent = hit
+    firsts = _first_chars(continent)
+    import jieba
+
+    words, run = [], ""
+    for token in jieba.lcut(text, HMM=False):  # jieba leaves such a group as single characters
+        if len(token) == 1:
+            run += token
+            continue
+        words += [run, token]
+        run = ""
+    words.append(run)
+    return any(2 <= len(w) <= 4 and country[0] in w and len(set(w)) == len(w) and all(ch in firsts for ch in w)
+               for w in words)
+
+
+@lru_cache(maxsize=16)
+def _first_chars(continent: str) -> frozenset[str]:
+    return frozenset(country[0] for country, cont in _world().values() if cont == continent)

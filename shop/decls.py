@@ -107,7 +107,7 @@ DECLS: tuple[ToolDecl, ...] = (
         # which an order can be cancelled (shop/tools.py enforces it): the tool's precondition.
         # No rule matches a question against this text: a description reaches only the LLM's
         # tool list (strategies/llm) and the desk's action label (nodes/respond.py).
-        description="取消订单：取消待付款或待发货的订单，已付款项原路退回（需您确认）",
+        description="取消订单：取消尚未付款或尚未发货的订单，已付款项原路退回（需您确认）",
         args=OrderIdArgs,
         write=True,
         capabilities=("cancel_order",),

@@ -510,7 +510,7 @@ def order_cancel(call: ToolCall) -> ToolOutput:
                 )
                 raise ToolFailure(
                     CODE_REJECTED,
-                    f"订单当前状态为「{previous}」，只有待付款或待发货的订单可以取消"
+                    f"订单当前状态为「{previous}」，订单只有在待付款或待发货状态下可以取消"
                     + (f"；{hint}" if hint else ""),
                     {"order_id": order["id"], "status": previous},
                 )

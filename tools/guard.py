@@ -17,7 +17,7 @@ from tools.types import CODE_LOOP, ToolResult
 
 # A reply shown to the customer when the loop breaker stops a tool: the product's own offer of a
 # human agent (the same offer as the no-answer reply's). No rule reads questions with it.
-LOOP_MESSAGE = "同样的查询已重复多次，已停止重复调用；请换个问法，或转人工客服处理"
+LOOP_MESSAGE = "同样的查询已重复多次，已停止重复调用；请换个问法，或转接人工客服"
 
 
 def canonical_args(args: Mapping[str, Any] | None) -> str:

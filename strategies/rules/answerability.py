@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from contracts.question import Question, Slot
-from knowledge.gazetteer import province_of
+from knowledge.gazetteer import containers_of, held_by_group, is_abroad, province_of
 from knowledge.normalize import normalize_text
 from strategies.rules.extract import known_word
 from strategies.rules.question import (
@@ -183,7 +183,7 @@ _DATE_RE = re.compile(
 # 「免运费券」「免费卡」 name an instrument: the word 免…费 there states no price and grants nothing.
 _NOT_NAME = r"(?![券卡码])"
 _AMOUNT_RE = re.compile(
-    r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\s*(?:万元|元|块|%|折|倍|分钱)|[¥￥]\s*\d+|满\s*\d+\s*减\s*\d+"
+    r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\s*(?:万元|元|块|%|折|倍|分钱|美元|港元|港币|澳门元|欧元|日元|英镑|新台币)|[¥￥]\s*\d+|满\s*\d+\s*减\s*\d+"
     r"|[百千万]分之[\d.零〇一二两三四五六七八九十点]+"  # 「千分之三」: a rate written in words
     rf"|免费{_NOT_NAME}|免收|免除|免[^\s，。；]{{0,3}}费{_NOT_NAME}|不收(?:取)?|无需(?:支付|付费|承担)|0元|全额|原价|差价")
 _CLASSIFIER = r"(?:周岁|岁|个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|箱|包|瓶|名|只|套)"
@@ -295,7 +295,12 @@ MIN_WEIGHT = 0.3  # share of the subject terms' weight the unit + its headings m
 PARTIAL_SHARE = 0.67  # a long term counts as present when this share of its bigrams is
 
 
+ALTERNATIVES = "|"  # 「澳门|地区航线」: a term any of whose alternatives binds
+
+
 def _term_present(term: str, text: str) -> bool:
+    if ALTERNATIVES in term:
+        return any(_term_present(t, text) for t in term.split(ALTERNATIVES) if t)
     if len(term) == 1 and _HAN_RE.match(term):
         return term in text and _char_word_present(term, text)
     if term in text:
@@ -303,6 +308,8 @@ def _term_present(term: str, text: str) -> bool:
     province = province_of(term)
     if province and province in text:
         return True
+    if any(c in text for c in containers_of(term)) or held_by_group(term, text):
+        return True  # 「首尔」 in 「国际航线」「日韩航线」, 「香港」 in 「港澳台」
     if any(w in text for w in _region_synonyms(term)):
         return True
     if len(term) == 4 and _HAN_RE.match(term) and _swapped_compound(term, text):
@@ -420,12 +427,16 @@ def _is_compound_regime(value: str, dims: Mapping[str, frozenset[str]]) -> bool:
     return any(value == mod + head for head, mods in dims.items() for mod in mods)
 
 
+_MAINLAND_WORDS = ("国内", "境内", "内地", "大陆")
+
+
 def _other_values(kind: str, question: Question, dims: Mapping[str, frozenset[str]]) -> list[str]:
     """Return the values of ``kind`` that would contradict the question's ones."""
     asked = question["qualifiers"].get(kind, [])
     if kind == "region":
-        same = {w for a in asked for w in _region_synonyms(a)}
-        return [r for r in _region_words() if r not in same and not any(r in a or a in r for a in asked)]
+        same = {w for a in asked for w in _region_synonyms(a)} | {c for a in asked for c in containers_of(a)}
+        mainland = list(_MAINLAND_WORDS) if any(is_abroad(a) for a in asked) else []  # 首尔 is not 「国内」
+        return [r for r in [*_region_words(), *mainland] if r not in same and not any(r in a or a in r for a in asked)]
     if kind in ("tier", "payment"):
         from strategies.rules.question import _closed_lists
 
@@ -896,7 +907,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                 or _narrower_heading(question, unit, vocab)
                 or _opposite_terms(subject, unit) or _about_document(unit)
                 or _item_of_another_list(question, unit, subject) or _sibling_regime(question, unit, vocab)
-                or _other_quantity(question, unit))
+                or _other_quantity(question, unit) or _other_amount(question, unit))
     if excluded:
         quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})
     reason = ""
@@ -923,7 +934,7 @@ _QUANTITY_SCALE = {
     "公里": ("length", 1e3), "千米": ("length", 1e3), "米": ("length", 1.0), "厘米": ("length", 1e-2),
     "毫米": ("length", 1e-3), "吨": ("weight", 1e3), "公斤": ("weight", 1.0), "千克": ("weight", 1.0),
     "斤": ("weight", 0.5), "克": ("weight", 1e-3), "升": ("volume", 1.0), "毫升": ("volume", 1e-3),
-    "匹": ("power", 1.0),
+    "匹": ("power", 1.0), "wh": ("energy", 1.0), "kwh": ("energy", 1e3),
 }
 # Longest unit first, so that 「100mbps」 is a rate and not 「100mb」; a bare letter only before a non-letter.
 _QUANTITY_RE = re.compile(r"(\d+(?:\.\d+)?)\s*("
@@ -942,29 +953,124 @@ def _quantities(norm: str) -> list[tuple[str, float, int, int]]:
     return out
 
 
+# Spans of time in days, for a condition stated as a span before an event (「起飞前7天以上」).
+_SPAN_SCALE = {"分钟": 1 / 1440, "小时": 1 / 24, "天": 1.0, "日": 1.0, "工作日": 1.0, "周": 7.0, "星期": 7.0,
+               "月": 30.0, "年": 365.0}
+_SPAN_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(分钟|小时|工作日|天|日|周|星期|月|年)")
+_ABOVE_BEFORE_RE = re.compile(r"(?:≥|>|＞|大于|超过|高于|满|不少于|不低于|至少)\s*$")
+_BELOW_BEFORE_RE = re.compile(r"(?:≤|<|＜|小于|不超过|不到|未满|低于|少于|不足|至多|最多)\s*$")
+_ABOVE_AFTER_RE = re.compile(r"^\s*(?:及?以上|起)")
+_BELOW_AFTER_RE = re.compile(r"^\s*(?:及?以下|以内|之内|内)")
+_RANGE_DASH_RE = re.compile(r"^\s*[-–~～至到]\s*$")
+_ADVANCE_BEFORE_RE = re.compile(r"(?:提前|前|还有|只剩|剩|离[^，,。]{0,6}?)\s*$")
+EPSILON = 1e-6
+
+
+def _intervals(norm: str, found: list[tuple[str, float, int, int]]) -> list[tuple[str, float, float, int, int]]:
+    """Return (family, low, high, start, end) of each quantity, its bound words and ranges applied.
+
+    「100Wh–160Wh」 is [100, 160]; 「7天以上」「≥7天」 [7, ∞); 「不到100Wh」 (−∞, 100); a bare value a point.
+    """
+    out: list[tuple[str, float, float, int, int]] = []
+    n = 0
+    while n < len(found):
+        family, value, a, b = found[n]
+        nxt = found[n + 1] if n + 1 < len(found) else None
+        if nxt and nxt[0] == family and _RANGE_DASH_RE.match(norm[b:nxt[2]]):
+            out.append((family, value, nxt[1], a, nxt[3]))
+            n += 2
+            continue
+        dash = re.search(r"(\d+(?:\.\d+)?)\s*[-–~～]\s*$", norm[:a])  # 「48-72小时」 shares the unit
+        before, after = norm[max(0, a - 4):a], norm[b:b + 4]
+        if dash:
+            number = re.match(r"\d+(?:\.\d+)?", norm[a:b])
+            stated = float(number.group(0)) if number else 0.0
+            low = float(dash.group(1)) * (value / stated) if stated else value
+            out.append((family, low, value, a - len(dash.group(0)), b))
+        elif _ABOVE_BEFORE_RE.search(before) or _ABOVE_AFTER_RE.match(after):
+            strict = bool(re.search(r"(?:>|＞|大于|超过|高于)\s*$", before))
+            out.append((family, value + (EPSILON if strict else 0.0), float("inf"), a, b))
+        elif _BELOW_BEFORE_RE.search(before) or _BELOW_AFTER_RE.match(after):
+            strict = bool(re.search(r"(?:<|＜|小于|不到|未满|低于|少于|不足)\s*$", before))
+            out.append((family, float("-inf"), value - (EPSILON if strict else 0.0), a, b))
+        else:
+            out.append((family, value, value, a, b))
+        n += 1
+    return out
+
+
+def _spans(norm: str, *, advance_only: bool) -> list[tuple[str, float, int, int]]:
+    """Return the spans of time in ``norm`` (in days); ``advance_only``: those counted back from an event."""
+    out = []
+    for m in _SPAN_RE.finditer(norm):
+        before = norm[max(0, m.start() - 8):m.start()]
+        ranged = re.search(r"[\d时天日周月年钟]\s*[-–~～]\s*$", before) or re.match(r"\s*[-–~～]\s*\d", norm[m.end():])
+        if advance_only and not (ranged or _ADVANCE_BEFORE_RE.search(before) or _ABOVE_BEFORE_RE.search(before)
+                                 or _BELOW_BEFORE_RE.search(before) or _ABOVE_AFTER_RE.match(norm[m.end():])):
+            continue
+        out.append(("span", float(m.group(1)) * _SPAN_SCALE[m.group(2)], m.start(), m.end()))
+    return out
+
+
+def _found(norm: str) -> list[tuple[str, float, int, int]]:
+    return sorted(_quantities(norm) + _spans(norm, advance_only=True), key=lambda q: q[2])
+
+
 def _other_quantity(question: Question, unit: Unit) -> list[str]:
     """Return the unit's quantities that contradict one the question states (``[]`` if none).
 
-    「有没有100升的，多少钱」 names a size: a unit stating only another size of the same kind
-    (「储物柜（60升）：10元/月」) is about another product, whatever it costs. A value beside a
-    bound or in a range (「50升及以上」「30–60升」) is a condition, not another size; and a
-    question asking for a count or a duration is asking for the quantity itself.
+    「有没有100升的，多少钱」 names a size: a unit stating only other sizes of the same kind
+    (「储物柜（60升）：10元/月」) is about another product, whatever it costs. Bounds and ranges
+    count (「不到100Wh」 is not answered by 「100Wh–160Wh」, but by 「不超过100Wh」); so does a
+    span counted back from an event (「离开课只剩3天」 is not answered by 「开课前7天以上」), and
+    only such a span, since a unit's other spans of time (「3个工作日内到账」) are about something else.
+    The family the question asks for (a duration, a counted measure) is the answer, not a condition.
     """
-    if question["slot"] in ("count", "duration"):
-        return []
-    asked = _quantities(_norm(question["norm"]))
+    qnorm, norm = _norm(question["norm"]), _norm(unit.text)
+    skip = {"span"} if question["slot"] == "duration" else set()
+    if question["slot"] == "count" and question.get("measure") in _QUANTITY_SCALE:
+        skip.add(_QUANTITY_SCALE[str(question.get("measure"))][0])
+    if question["slot"] == "count" and not question.get("measure"):
+        skip |= {family for family, _ in _QUANTITY_SCALE.values()}  # a bare 「多少」 may ask for any measure
+    asked = [q for q in _intervals(qnorm, _found(qnorm)) if q[0] not in skip]
     if not asked:
         return []
-    norm = _norm(unit.text)
-    stated = _quantities(norm)
+    stated = _intervals(norm, _found(norm))
     out: list[str] = []
-    for family, value, _, _ in asked:
-        same = [(v, a, b) for f, v, a, b in stated if f == family]
-        if not same or any(abs(v - value) < 1e-9 for v, _, _ in same):
+    for family, low, high, _, _ in asked:
+        same = [(lo, hi, a, b) for f, lo, hi, a, b in stated if f == family]
+        if not same or any(lo <= high + 1e-9 and low <= hi + 1e-9 for lo, hi, _, _ in same):
             continue
-        if any(_RANGE_NEAR_RE.search(norm[max(0, a - 3):a] + " " + norm[b:b + 3]) for _, a, b in same):
+        out.extend(norm[a:b] for _, _, a, b in same)
+    return out
+
+
+_AMOUNT_GLUE = frozenset("是为的了要在有共约计")  # 「费用为500元」: a copula before a sum is no act
+_STATED_AMOUNT_RE = re.compile(r"([\u4e00-\u9fff]{1,2})\s*(\d+(?:\.\d+)?)\s*(?:元|块)")
+
+
+def _other_amount(question: Question, unit: Unit) -> list[str]:
+    """Return the unit's amounts that contradict a condition the question states (``[]`` if none).
+
+    「要是存500元，每月返多少」 states what is paid: a unit stating the same act with another sum
+    (「存300元，每月返20元」) is the rule for that sum, not the question's. The act is the word right
+    before the sum in both; a sum beside a bound or in a range (「满300元」「300元以上」) is a threshold.
+    """
+    out: list[str] = []
+    norm = _norm(unit.text)
+    for match in _STATED_AMOUNT_RE.finditer(_norm(question["norm"])):
+        value = float(match.group(2))
+        if _RANGE_NEAR_RE.search(match.group(1)):
             continue
-        out.extend(norm[a:b] for _, a, b in same)
+        stated: list[re.Match[str]] = []
+        for act in dict.fromkeys((match.group(1), match.group(1)[-1])):  # 「要是存」: the act is 「存」
+            if act[-1] not in _AMOUNT_GLUE and not stated:
+                stated = list(re.finditer(rf"{re.escape(act)}\s*(\d+(?:\.\d+)?)\s*(?:元|块)", norm))
+        if not stated or any(abs(float(m.group(1)) - value) < 1e-9 for m in stated):
+            continue
+        if any(_RANGE_NEAR_RE.search(norm[m.end():m.end() + 3]) for m in stated):
+            continue
+        out.extend(m.group(0) for m in stated)
     return out
 
 
@@ -981,10 +1087,13 @@ def subject_weights(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str,
         return dict.fromkeys(terms, 1.0)
     n = len(vocab.texts)
     out: dict[str, float] = {}
-    for term in terms:
-        df = vocab.document_frequency(term) if vocab.uses_word(term) and not _vague(term) else 0
-        kb_idf = max(MIN_WEIGHT, math.log((n + 1) / (df + 0.5)))
-        out[term] = kb_idf * _general_specificity(term) if df else UNKNOWN_WEIGHT
+    for key in terms:
+        weights = []
+        for term in key.split(ALTERNATIVES):  # an alternation weighs as its weightiest alternative
+            df = vocab.document_frequency(term) if vocab.uses_word(term) and not _vague(term) else 0
+            kb_idf = max(MIN_WEIGHT, math.log((n + 1) / (df + 0.5)))
+            weights.append(kb_idf * _general_specificity(term) if df else UNKNOWN_WEIGHT)
+        out[key] = max(weights)
     return out
 
 
@@ -1117,6 +1226,9 @@ def question_subject(question: Question) -> list[str]:
     """
     own = [v for vals in question["qualifiers"].values() for v in vals
            if v in question["norm"] and v not in question["subject_terms"]]
+    held = [v for v in question["qualifiers"].get("region", []) if v not in question["norm"]]
+    if held:  # 「澳门」 is bound where the policy names its country or group instead (「地区航线」)
+        own = [ALTERNATIVES.join([v, *held]) if v in question["qualifiers"]["region"] else v for v in own]
     terms = list(dict.fromkeys([*question["subject_terms"], *own]))
     # A compound of other terms (「白条分期」 beside 「白条」 and 「分期」) would count them twice.
     return [t for t in terms if not _covered_by_parts(t, [o for o in terms if o != t])]
@@ -1289,13 +1401,18 @@ def _anchored(unit: Unit, anchors: Sequence[str]) -> bool:
     return any(_term_present(a, text) for a in anchors)
 
 
-_MEASURE_ALIASES = {"分": ("分", "积分"), "积分": ("分", "积分"), "岁": ("岁",), "周岁": ("岁",), "次": ("次", "回")}
+# 「几个人」 counts people: a value in any classifier of people answers it (「3个不同机主」「2位」「5名」).
+_MEASURE_ALIASES = {"分": ("分", "积分"), "积分": ("分", "积分"), "岁": ("岁",), "周岁": ("岁",), "次": ("次", "回"),
+                    "人": ("人", "个", "位", "名")}
 
 
 # A limit word anywhere in a value's cell or in the heading the unit answers (「每日借阅限额：读者证5本」,
 # 「三、借阅限额」) makes the value a limit; 「满」「起」 count only beside the value (above).
 _BOUND_CELL_RE = re.compile(r"最低|最少|至少|不低于|不少于|最高|最多|不超过|不高于|上限|下限|封顶|至多|限|以内|以下|以上")
 _CELL_SEP_RE = re.compile(r"[，,；;。！？!?]")
+# What one may do, stated with a modal before the value in its cell (「可带3位同伴」「可加：2张」), is a
+# capacity: the most one gets, so it answers 「最多…」 (never 「最少…」). 「可能」 is a guess, 「不可」 a ban.
+_CAPACITY_RE = re.compile(r"(?:(?<![不无])可以?(?!能)|(?<![不无可])能够?|(?<![不无])允许)[\u4e00-\u9fff]")
 
 
 def _cell_before(norm: str, filler: Filler) -> str:
@@ -1338,8 +1455,10 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
         upper = _UPPER_BEFORE_RE.search(before) or _UPPER_AFTER_RE.search(after)
         if (bound == "max" and lower and not upper) or (bound == "min" and upper and not lower):
             continue
+        cell = _cell_before(norm, filler)
         if bound and filler.kind in ("amount", "count") and not lower and not upper \
-                and not _BOUND_CELL_RE.search(_cell_before(norm, filler)) and not bound_heading:
+                and not _BOUND_CELL_RE.search(cell) and not bound_heading \
+                and not (bound == "max" and _CAPACITY_RE.search(cell)):
             continue  # 「私教课每节80元」 states a price, not the least (or most) one pays
         if bound and filler.kind in ("amount", "count") and _RATE_FILLER_RE.search(filler.text) \
                 and not (upper if bound == "max" else lower):

@@ -30,7 +30,7 @@ from typing import Any
 
 from contracts.facts import Fact
 from contracts.question import Bound, Question, Slot
-from knowledge.gazetteer import province_of
+from knowledge.gazetteer import country_of, province_of
 from knowledge.normalize import normalize_text
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,9 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
     ("amount", re.compile(
         rf"多少(?:{_MONEY})|(?:{_MONEY})(?:{_HEDGES})?(?:是|要|收|为)?多少|几(?:块|元|毛)|多贵|价格是|什么价"
         rf"|(?:{_MONEY})怎么(?:算|收|计算)|满多少|赔多少|退多少|补多少|怎么收费|收费标准|怎么算(?:钱|运费|费用)"
+        # 「最少要充多少」「按月交每月多少」: a verb of paying before a bare 多少 asks for money
+        rf"|(?:充|交|缴|付|花|扣|罚|返|收)(?:值|费|款|了|掉|还|取)?(?:每[天日月年次]|一[天个月年次])?(?:{_HEDGES})?要?多少"
+        rf"(?!{_CLASSIFIERS}|{_TIME_UNITS}|岁|钱)"
         r"|\bhow much\b|\bcost\b|\bprice\b|\bfee\b")),
     ("date", re.compile(
         r"什么时候|啥时候|何时|哪天|哪一天|几号|几月|哪年|哪一年|几点|什么时间|哪个月|截止到?哪"
@@ -78,7 +81,7 @@ _FORM_WORDS = frozenset("""
 能不能 可不可以 可以 能 能否 是否 是不是 会不会 有没有 要不要 需不需要 为什么 为啥 哪里 哪儿 哪家
 谁 哪 哪个 哪些 有 是 要 会 吗 呗 嘛 哦 还 又 就 都 也 给 把 被 让 用 在 和 与 及 或 或者 一般 大概
 时候 时间 需要 才能 才可以 才会 请 帮 帮我 查 查一下 问 问问 告诉 说 一个 现在 目前 另外 还有 以及 顺便 那 那么 如果
-最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
+只剩 剩下 只有 最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
 how what when where who why which whom whose does do did is are was were can could will would
 should may might a an the to of for in on at by with my your our their it this that i you we
 me much many long
@@ -142,6 +145,24 @@ class Vocabulary:
             for sound in char_sounds(char):
                 table.setdefault(sound, set()).add(char)
         return {sound: frozenset(chars) for sound, chars in table.items()}
+
+    @cached_property
+    def region_aliases(self) -> dict[str, frozenset[str]]:
+        """Return the knowledge base's names for groups of places: 「一区（港澳台）」 → {「一区」: {港澳台}}.
+
+        A name followed by a parenthesis that only lists places (no exception, no value) is that
+        group's name in this knowledge base; a customer names a place, the policy its group.
+        """
+        aliases: dict[str, set[str]] = {}
+        for text in self.texts:
+            for match in _ALIAS_RE.finditer(text):
+                parts = [p for p in _LIST_SEP_RE.split(match.group(2)) if p]
+                if not parts or _NOT_A_LIST_RE.search(match.group(2)) or not all(_is_place(p) for p in parts):
+                    continue
+                name = _alias_name(match.group(1))
+                if name and not _names_a_site(name):
+                    aliases.setdefault(name, set()).update(parts)
+        return {k: frozenset(v) for k, v in aliases.items()}
 
     def document_frequency(self, term: str) -> int:
         """Return how many knowledge-base texts (chunks with their headings) contain ``term``."""
@@ -273,7 +294,7 @@ def _words(text: str) -> list[tuple[str, str]]:
     """
     out: list[tuple[str, str]] = []
     run, before = "", ""
-    for word, flag in _tagged(text):
+    for word, flag in _modal_split(text, _tagged(text)):
         if len(word) == 1 and _HAN_RE.match(word) and word not in _FORM_WORDS and flag != "n":
             before = before if run else (out[-1][0] if out else "")
             run += word
@@ -282,6 +303,37 @@ def _words(text: str) -> list[tuple[str, str]]:
         run = ""
         out.append((word, flag))
     out.extend((piece, "run") for piece in _run_pieces(run, before))
+    return out
+
+
+# A modal verb glued to the asked verb right before the interrogative (「最多能带几块」「能退吗」): jieba
+# may know the pair as an unrelated noun (「能带」), but the customer asks what may be done.
+_MODAL_ASK_RE = re.compile(r"\s*(?:几|多少|多久|多长|吗|么|不|没|嘛)")
+
+
+RARE_WORD_FREQ = 1000  # jieba frequency below which a dictionary word is rarer than its everyday reading
+
+
+@lru_cache(maxsize=4096)
+def _glued_modal(word: str) -> bool:
+    """Return True for a rare dictionary word that reads as modal + verb (「能带」; not 「要求」「会员」)."""
+    from knowledge.normalize import _tokenizer
+
+    verb = _tagged(word[1])
+    return bool(verb) and verb[0][1].startswith("v") and _tokenizer().FREQ.get(word, 0) < RARE_WORD_FREQ
+
+
+def _modal_split(text: str, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    pos = 0
+    for word, flag in pairs:
+        at = text.find(word, pos)
+        pos = at + len(word) if at >= 0 else pos
+        if len(word) == 2 and word[0] in "能可会要" and at >= 0 and _MODAL_ASK_RE.match(text, pos) \
+                and _glued_modal(word):
+            out += [(word[0], "v"), (word[1], "v")]
+        else:
+            out.append((word, flag))
     return out
 
 
@@ -442,6 +494,48 @@ def is_question(norm: str) -> bool:
     return asked_slot(norm) != "none" or bool(_OPEN_FORMS.search(norm)) or norm.rstrip().endswith(("?", "？"))
 
 
+_ALIAS_RE = re.compile(r"([\u4e00-\u9fffA-Za-z0-9]{2,12})[（(]([\u4e00-\u9fff、，,/和及与 ]{2,40})[)）]")
+_LIST_SEP_RE = re.compile(r"[、，,/\s]|和|及|与")
+_NOT_A_LIST_RE = re.compile(r"除|外|不含|不包括|为|满|以上|以下|以内")
+
+
+_WORLD_REGION_RE = re.compile(r"^[东南西北中]{0,2}(?:亚|欧|美|非)洲?$")  # 「东南亚」「北美」「欧洲」
+_RELATIVE_REGIONS = frozenset({"同城", "同省", "跨省", "异地", "本地"})
+
+
+def _is_place(word: str) -> bool:
+    """Return True for a place or an area (a province, a city, a country, a part of the world)."""
+    if word in _RELATIVE_REGIONS:
+        return False
+    return bool(province_of(word) or country_of(word) or word in _known_regions() or _WORLD_REGION_RE.match(word))
+
+
+def _names_a_site(name: str) -> bool:
+    """Return True for 「上海仓（昆山）」: a name holding a city, province or country names a site there."""
+    return any(province_of(name[i:j]) or country_of(name[i:j])
+               for i in range(len(name)) for j in range(i + 2, len(name) + 1) if j - i < len(name))
+
+
+def _alias_name(before: str) -> str:
+    """Return the name right before a parenthesis: its last word, with a short modifier word before it."""
+    words = [w for w, _ in _tagged(before)]
+    if not words:
+        return ""
+    name = words[-1]
+    if len(words) >= 2 and len(name) <= 2 and len(words[-2]) <= 2 and _HAN_RE.match(words[-2]):
+        name = words[-2] + name
+    return name if len(name) >= 2 else ""
+
+
+def region_groups(value: str, vocab: Vocabulary) -> list[str]:
+    """Return the knowledge base's group names (:attr:`Vocabulary.region_aliases`) that hold ``value``."""
+    from knowledge.gazetteer import containers_of, held_by_group
+
+    held = {value, *containers_of(value)}
+    return [name for name, parts in vocab.region_aliases.items()
+            if held & parts or any(held_by_group(value, p) for p in parts) or any(province_of(value) == p for p in parts)]
+
+
 def _regions(text: str) -> list[str]:
     """Return the regions ``text`` names: jieba place tags, gazetteer cities, jionlp provinces."""
     import jieba.posseg as pseg
@@ -453,8 +547,11 @@ def _regions(text: str) -> list[str]:
     for pair in pseg.cut(text, HMM=False):
         word, flag = pair.word, pair.flag
         province = province_of(word)
+        country = country_of(word) if flag in ("ns", "nr", "nrt") or len(word) >= 2 else None
         if province:
             found += [word, province]
+        elif country:  # a place abroad (jionlp's world list): 「首尔」 and its country 「韩国」
+            found += [word, country]
         elif word in _known_regions():
             found.append(word)
         elif flag == "ns" and len(word) >= 2 and word.endswith(_PLACE_SUFFIXES):
@@ -504,6 +601,9 @@ def _qualifiers(norm: str, vocab: Vocabulary) -> dict[str, list[str]]:
 
     for region in _regions(norm):
         add("region", region)
+    for region in list(quals.get("region", [])):
+        for group in region_groups(region, vocab):
+            add("region", group)
     for tier in sorted(vocab.tiers, key=len, reverse=True):
         if tier in norm and not any(tier in t for t in quals.get("tier", [])):
             add("tier", tier)
@@ -561,6 +661,27 @@ def _fact_qualifiers(facts: Sequence[Fact | str] | None) -> dict[str, list[str]]
     return out
 
 
+# A word that only anchors or measures a span of time (「离开学还有3天」「提前两周」「20个小时」) says
+# when, not what: the evidence words the same span from its own event (「开课前」).
+_SPAN_AFTER_RE = re.compile(r"\s*(?:之?前|之?后|以前|以后)?\s*(?:\d|[一两二三四五六七八九十半几多]|还有|只剩|剩)")
+_SPAN_BEFORE_RE = re.compile(r"(?:离|距离?)\s*$")
+_IN_ADVANCE = frozenset({"提前", "提早", "预先"})
+
+
+def _time_reference(norm: str, word: str) -> bool:
+    """Return True when every occurrence of ``word`` in ``norm`` anchors a span of time."""
+    spots = [m.start() for m in re.finditer(re.escape(word), norm)]
+    if not spots:
+        return False
+    for at in spots:
+        end = at + len(word)
+        after = _SPAN_AFTER_RE.match(norm, end)
+        counted = re.fullmatch(rf"{_TIME_UNITS}|{_CLASSIFIERS}", word) and re.search(r"[\d一两二三四五六七八九十几]\s*个?$", norm[:at])
+        if not ((word in _IN_ADVANCE and after) or _SPAN_BEFORE_RE.search(norm[:at]) or counted):
+            return False
+    return True
+
+
 def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], list[str]]:
     """Return (tokens, subject terms): content words minus form words and qualifier values."""
     pairs = [(w, f) for w, f in _words(norm) if (_HAN_RE.search(w) or re.search(r"[a-z0-9]", w))
@@ -570,6 +691,8 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
     subject = []
     for word, flag in pairs:
         if word in qual_values or any(word in v and len(word) < len(v) for v in qual_values if v in norm):
+            continue
+        if _time_reference(norm, word):
             continue
         if _is_function(flag) or word in _BOUND_WORDS:
             continue

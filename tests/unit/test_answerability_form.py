@@ -297,3 +297,31 @@ def test_a_network_generation_is_not_a_size():
     assert [q[:2] for q in _quantities("30g流量，1tb云盘")] == [("data", 30000.0), ("data", 1000000.0)]
     assert [q[:2] for q in _quantities("下行100mbps，上行1gbps")] == [("rate", 100.0), ("rate", 1000.0)]
     assert not _row_answers("办20G的会员卡多少钱", "项目：会员卡（10G），费用：199元/月")
+
+
+@pytest.mark.parametrize(("question", "slot"), [
+    ("储值卡每次最少要充多少", "amount"), ("年卡按月交每月多少", "amount"), ("存够一年每月能返多少", "amount"),
+    ("迟到一次扣多少分", "count"), ("办卡要交多少天的押金", "duration"),
+])
+def test_a_verb_of_paying_before_a_bare_how_much_asks_for_money(question, slot):
+    assert analyze_question(question)["slot"] == slot
+
+
+def test_a_count_of_people_is_answered_in_any_classifier_of_people():
+    assert _answers("一张家庭卡最多能带几个人入场", "每张家庭卡每次最多可带3位同行家属入场。")
+    assert not _answers("一张家庭卡最多能带几个人入场", "每张家庭卡每次最多可入场3次。")
+
+
+def test_what_one_may_do_is_a_capacity_that_answers_a_most_question():
+    row = "卡种：家庭卡，年费：1999元，可带同伴：2人"
+    assert _row_answers("家庭卡最多能带几个同伴", row)
+    assert not _row_answers("家庭卡最少要带几个同伴", row)
+    assert not _row_answers("家庭卡最多能带几个同伴", "卡种：家庭卡，年费：1999元，同伴：2人")
+
+
+def test_a_unit_for_another_sum_paid_does_not_answer_about_the_sum_the_question_states():
+    row = "活动：储值返现，内容：存500元，每月返还20元"
+    assert not _row_answers("储值返现活动要是存1000元，每月能返多少", row)
+    assert _row_answers("储值返现活动存500元，每月能返多少", row)
+    # a sum that is a threshold (「满500元」) is a condition any larger sum meets
+    assert _row_answers("储值返现活动要是存1000元，每月能返多少", "活动：储值返现，内容：存满500元，每月返还20元")

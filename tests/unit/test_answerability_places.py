@@ -1,0 +1,63 @@
+"""Places in questions and policies (issue 8): abroad, groups of places, a knowledge base's own zone names.
+
+Pure functions over hand-made evidence of a parcel-forwarding service; none of these strings
+comes from an eval case.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.gazetteer import containers_of, country_of, held_by_group, is_abroad
+from strategies.rules.answerability import Unit, judge_unit
+from strategies.rules.question import analyze_question, build_vocabulary
+
+_KB = [
+    "转运服务介绍 东亚线（日本、韩国）和欧洲线按重量计费，大陆地区（新疆、西藏除外）免收国内段运费。",
+    "仓库 深圳仓（东莞）负责华南包裹的揽收。",
+]
+
+
+def _vocab():
+    return build_vocabulary([["转运服务介绍", "计费"]], _KB)
+
+
+@pytest.mark.parametrize(("place", "country"), [("首尔", "韩国"), ("大阪", "日本"), ("日本", "日本"), ("杭州", None)])
+def test_a_place_abroad_has_its_country(place, country):
+    assert country_of(place) == country
+
+
+def test_what_holds_a_place_outside_the_mainland():
+    assert {"韩国", "国际", "境外"} <= set(containers_of("首尔"))
+    assert {"港澳台", "境外"} <= set(containers_of("澳门"))
+    assert containers_of("杭州") == () and not is_abroad("杭州") and is_abroad("台北")
+
+
+def test_a_group_written_one_character_per_country_holds_its_countries():
+    assert held_by_group("首尔", "日韩线路按重量计费") and held_by_group("大阪", "日韩线路按重量计费")
+    assert not held_by_group("曼谷", "日韩线路按重量计费")
+    assert not held_by_group("大阪", "每日以内到达")  # 「日」 inside a word is no group
+
+
+def test_a_knowledge_base_names_its_own_groups_of_places():
+    aliases = _vocab().region_aliases
+    assert aliases == {"东亚线": frozenset({"日本", "韩国"})}  # not the exception, not the site 深圳仓（东莞）
+
+
+def test_a_question_about_a_city_abroad_is_bound_by_its_group_and_not_by_the_mainland_rule():
+    vocab = _vocab()
+    q = analyze_question("寄到首尔的包裹每公斤多少钱", vocab=vocab)
+    assert {"首尔", "韩国", "东亚线"} <= set(q["qualifiers"]["region"])
+    group = Unit(id="e@0", evidence_id="e", doc_id="d", text="线路：东亚线，每公斤：45元", row=True,
+                 context=("转运服务介绍", "包裹计费"))
+    mainland = Unit(id="e@1", evidence_id="e", doc_id="d", text="线路：国内段，每公斤：8元，范围：国内",
+                    row=True, context=("转运服务介绍", "包裹计费"))
+    assert judge_unit(q, group, vocab=vocab).answers
+    verdict = judge_unit(q, mainland, vocab=vocab)
+    assert not verdict.answers and "国内" in verdict.qualifiers.conflicts.get("region", [])
+
+
+def test_hong_kong_is_held_by_the_group_naming_it():
+    q = analyze_question("寄香港的包裹几天到")
+    unit = Unit(id="e@0", evidence_id="e", doc_id="d", text="港澳台包裹5个工作日送达。", context=("时效",))
+    assert judge_unit(q, unit).answers
