@@ -205,8 +205,6 @@ def held_by_group(place: str, text: str) -> bool:
     hit = _world().get(place.strip())
     if not hit:
         return False
-    country, continent = hit
-    firsts = _first_chars(continent)
     import jieba
 
     words, run = [], ""
@@ -217,10 +215,42 @@ def held_by_group(place: str, text: str) -> bool:
         words += [run, token]
         run = ""
     words.append(run)
-    return any(2 <= len(w) <= 4 and country[0] in w and len(set(w)) == len(w) and all(ch in firsts for ch in w)
-               for w in words)
+    return any(group_holds(w, place) for w in words)
+
+
+def group_holds(group: str, place: str) -> bool:
+    """Return True when ``group`` (「日韩」) is one character per country of a continent, one of them ``place``'s."""
+    hit = _world().get(place.strip())
+    if not hit or not 2 <= len(group) <= 4 or len(set(group)) != len(group):
+        return False
+    country, continent = hit
+    firsts = _first_chars(continent)
+    return country[0] in group and all(ch in firsts for ch in group)
 
 
 @lru_cache(maxsize=16)
 def _first_chars(continent: str) -> frozenset[str]:
     return frozenset(country[0] for country, cont in _world().values() if cont == continent)
+
+
+def foreign_mentions(text: str) -> list[str]:
+    """Return the countries abroad (short names) and one-character-per-country groups (「日韩」) ``text`` names.
+
+    A group is a run of single characters, each the first of a country of one continent,
+    followed by the noun it qualifies (「日韩航线」), as :func:`held_by_group` reads it.
+    """
+    import jieba.posseg as pseg
+
+    countries = {country for country, _ in _world().values()}
+    found = [c for c in countries if len(c) >= 2 and c in text]
+    continents = {cont for _, cont in _world().values()}
+    run = ""
+    for pair in [*pseg.cut(text, HMM=False), None]:
+        if pair is not None and len(pair.word) == 1:
+            run += pair.word
+            continue
+        if pair is not None and pair.flag.startswith("n") and 2 <= len(run) <= 4 and len(set(run)) == len(run) \
+                and any(all(ch in _first_chars(c) for ch in run) for c in continents):
+            found.append(run)
+        run = ""
+    return list(dict.fromkeys(found))

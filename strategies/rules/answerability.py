@@ -27,7 +27,15 @@ from functools import lru_cache
 from typing import Any
 
 from contracts.question import Question, Slot
-from knowledge.gazetteer import containers_of, held_by_group, is_abroad, province_of
+from knowledge.gazetteer import (
+    containers_of,
+    country_of,
+    foreign_mentions,
+    group_holds,
+    held_by_group,
+    is_abroad,
+    province_of,
+)
 from knowledge.normalize import normalize_text
 from strategies.rules.extract import known_word
 from strategies.rules.question import (
@@ -186,7 +194,7 @@ _AMOUNT_RE = re.compile(
     r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\s*(?:万元|元|块|%|折|倍|分钱|美元|港元|港币|澳门元|欧元|日元|英镑|新台币)|[¥￥]\s*\d+|满\s*\d+\s*减\s*\d+"
     r"|[百千万]分之[\d.零〇一二两三四五六七八九十点]+"  # 「千分之三」: a rate written in words
     rf"|免费{_NOT_NAME}|免收|免除|免[^\s，。；]{{0,3}}费{_NOT_NAME}|不收(?:取)?|无需(?:支付|付费|承担)|0元|全额|原价|差价")
-_CLASSIFIER = r"(?:周岁|岁|个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|箱|包|瓶|名|只|套)"
+_CLASSIFIER = r"(?:周岁|岁|个|次|张|本|件|期|笔|份|位|座|台|种|项|条|款|级|分|积分|里程|单|人|家|层|倍|箱|包|瓶|名|只|套)"
 # Units of measure (data, rate, length, weight, volume, energy, power, pressure, temperature, area),
 # written in lower case as the normalised text is: a quantity answers 「多少」 as a count does.
 _MEASURE_UNIT = (r"(?:[kmgt]i?b(?:ps)?|[kmg](?:bps)?(?![a-z])|兆|米|公里|千米|厘米|毫米|公斤|千克|克|斤|吨|升|毫升"
@@ -238,6 +246,7 @@ _PERSON_TAGS = frozenset({"nr", "nrt", "nrfg", "nt", "nz"})
 @lru_cache(maxsize=16384)
 def _norm(text: str) -> str:
     text = normalize_text(text)
+    text = re.sub(r"(\d)[,，](\d{3})(?!\d)", r"\1\2", text)  # 「60,000里程」: a thousands separator
     text = re.sub(r"(\d)\s*(?:~|～|－|—|–|至|到)\s*(\d)", r"\1-\2", text)
     return re.sub(r"(\d)\s*个(工作日|小时|月|自然日)", r"\1\2", text)
 
@@ -295,12 +304,16 @@ MIN_WEIGHT = 0.3  # share of the subject terms' weight the unit + its headings m
 PARTIAL_SHARE = 0.67  # a long term counts as present when this share of its bigrams is
 
 
+_LATIN_TERM_RE = re.compile(r"[a-z][a-z0-9\-]*")
+_LATIN_GLUE_RE = re.compile(r"(?<=[a-z0-9])[\s\-_·.]+(?=[a-z0-9])")
 ALTERNATIVES = "|"  # 「澳门|地区航线」: a term any of whose alternatives binds
 
 
 def _term_present(term: str, text: str) -> bool:
     if ALTERNATIVES in term:
         return any(_term_present(t, text) for t in term.split(ALTERNATIVES) if t)
+    if _LATIN_TERM_RE.fullmatch(term):  # 「wifi」 is 「Wi-Fi」, 「ipad」 「iPad」
+        return term.replace("-", "") in _LATIN_GLUE_RE.sub("", text)
     if len(term) == 1 and _HAN_RE.match(term):
         return term in text and _char_word_present(term, text)
     if term in text:
@@ -472,6 +485,11 @@ _EXCEPTION_RE = re.compile(r"[（(][^（）()]{1,40}除外[）)]|[^，。；;：
                            r"|(?:不含|不包括|不包含)[^，。；;）)]{1,30}")
 
 
+def _holds(area: str, place: str) -> bool:
+    """Return True when ``area`` names ``place`` or holds it (its country, its group)."""
+    return area == place or area == country_of(place) or area in containers_of(place) or group_holds(area, place)
+
+
 def _only_excepted(value: str, norm: str) -> bool:
     """Return True when every mention of ``value`` in ``norm`` is inside an exception (「…除外」)."""
     spans = [m.span() for m in _EXCEPTION_RE.finditer(norm)]
@@ -502,6 +520,8 @@ def qualifier_check(question: Question, unit: Unit,
         hit = [v for v in values if _term_present(v, near)]
         pool = [o for o in _other_values(kind, question, dims) if len(o) >= 2]
         own = [o for o in pool if o.lower() in body] if kind in ATTRIBUTION_KINDS else []
+        if kind == "region":  # the row itself names countries abroad, the heading only lists both kinds
+            own = [m for m in foreign_mentions(body) if not any(_holds(m, v) for v in values)]
         if own and not any(_term_present(v, body) for v in values):
             conflicts[kind] = own  # the unit itself names another regime; a title listing all does not help
             continue
@@ -513,6 +533,8 @@ def qualifier_check(question: Question, unit: Unit,
             matched[kind] = hit
             continue
         others = [o for o in pool if o.lower() in near]
+        if kind == "region" and not others:  # 「日韩航线」 or 「泰国」 for a question on 台湾
+            others = [m for m in foreign_mentions(near) if not any(_holds(m, v) for v in values)]
         if others:
             conflicts[kind] = others
         elif any(_term_present(v, chunk) for v in values) and kind not in STRICT_KINDS:
@@ -688,6 +710,34 @@ def _sibling_label(unit: Unit, found: Sequence[str]) -> list[str]:
         return []
     label, body = match.group(1) if match else _norm(unit.label), _norm(unit.text)
     return [label for t in found if _HAN_RE.search(t) and not _term_present(t, body) and _is_sibling(label, t)][:1]
+
+
+def _sibling_instead(question: Question, unit: Unit, missing: Sequence[str], vocab: Vocabulary | None) -> list[str]:
+    """Return the unit's words that name a sibling of a subject noun the unit lacks.
+
+    A question on 「年卡会员」 bound by its other words to a unit on 「次卡会员」 is about another
+    thing: the unit names a word with the same head and another modifier (the same length), and
+    the knowledge base uses both words, so it tells them apart (a paraphrase it never uses is not
+    a sibling of anything). Two-character words sharing a head are as often synonyms (用户/客户)
+    as siblings, so only longer ones count.
+    """
+    if vocab is None:
+        return []
+    body = _norm(unit.text)
+    terms = [t for t in missing if 3 <= len(t) <= 5 and _HAN_RE.fullmatch(t[-1]) and ALTERNATIVES not in t
+             and _is_nominal(t) and vocab.uses_word(t)]
+    if not terms:
+        return []
+    words = set(_tokens(body))
+    return [w for t in terms for w in words
+            if len(w) == len(t) and _is_sibling(w, t) and vocab.uses_word(w)][:1]
+
+
+@lru_cache(maxsize=4096)
+def _tokens(text: str) -> tuple[str, ...]:
+    from strategies.rules.question import _tagged  # noqa: PLC0415
+
+    return tuple(w for w, _ in _tagged(text))
 
 
 def _is_sibling(word: str, term: str) -> bool:
@@ -899,7 +949,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers = _cell_fillers(fillers, unit, subject)
     anchors = [a for a in question.get("anchors") or [] if vocab is None or vocab.document_frequency(a)]
     if asked in VALUE_SLOTS and fillers:
-        fillers = shaped_fillers(fillers, unit, anchors, question.get("bound", ""), question.get("measure", ""),
+        fillers = shaped_fillers(fillers, unit, anchors, _asked_bound(question), question.get("measure", ""),
                                  face_values=any(_INSTRUMENT_RE.search(t) for t in [*anchors, *subject]))
     quals = qualifier_check(question, unit, dims)
     excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
@@ -907,7 +957,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                 or _narrower_heading(question, unit, vocab)
                 or _opposite_terms(subject, unit) or _about_document(unit)
                 or _item_of_another_list(question, unit, subject) or _sibling_regime(question, unit, vocab)
-                or _other_quantity(question, unit) or _other_amount(question, unit))
+                or _other_quantity(question, unit) or _other_amount(question, unit)
+                or _sibling_instead(question, unit, bind.missing, vocab))
     if excluded:
         quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})
     reason = ""
@@ -957,8 +1008,8 @@ def _quantities(norm: str) -> list[tuple[str, float, int, int]]:
 _SPAN_SCALE = {"分钟": 1 / 1440, "小时": 1 / 24, "天": 1.0, "日": 1.0, "工作日": 1.0, "周": 7.0, "星期": 7.0,
                "月": 30.0, "年": 365.0}
 _SPAN_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(分钟|小时|工作日|天|日|周|星期|月|年)")
-_ABOVE_BEFORE_RE = re.compile(r"(?:≥|>|＞|大于|超过|高于|满|不少于|不低于|至少)\s*$")
-_BELOW_BEFORE_RE = re.compile(r"(?:≤|<|＜|小于|不超过|不到|未满|低于|少于|不足|至多|最多)\s*$")
+_ABOVE_BEFORE_RE = re.compile(r"(?:≥|>|＞|(?<!不)(?:大于|超过|高于|满)|不少于|不低于|至少)\s*$")
+_BELOW_BEFORE_RE = re.compile(r"(?:≤|<|＜|(?<!不)(?:小于|低于|少于)|不超过|不到|未满|不足|至多|最多)\s*$")
 _ABOVE_AFTER_RE = re.compile(r"^\s*(?:及?以上|起)")
 _BELOW_AFTER_RE = re.compile(r"^\s*(?:及?以下|以内|之内|内)")
 _RANGE_DASH_RE = re.compile(r"^\s*[-–~～至到]\s*$")
@@ -988,10 +1039,10 @@ def _intervals(norm: str, found: list[tuple[str, float, int, int]]) -> list[tupl
             low = float(dash.group(1)) * (value / stated) if stated else value
             out.append((family, low, value, a - len(dash.group(0)), b))
         elif _ABOVE_BEFORE_RE.search(before) or _ABOVE_AFTER_RE.match(after):
-            strict = bool(re.search(r"(?:>|＞|大于|超过|高于)\s*$", before))
+            strict = bool(re.search(r"(?:>|＞|(?<!不)(?:大于|超过|高于))\s*$", before))
             out.append((family, value + (EPSILON if strict else 0.0), float("inf"), a, b))
         elif _BELOW_BEFORE_RE.search(before) or _BELOW_AFTER_RE.match(after):
-            strict = bool(re.search(r"(?:<|＜|小于|不到|未满|低于|少于|不足)\s*$", before))
+            strict = bool(re.search(r"(?:<|＜|(?<!不)(?:小于|低于|少于)|不到|未满|不足)\s*$", before))
             out.append((family, float("-inf"), value - (EPSILON if strict else 0.0), a, b))
         else:
             out.append((family, value, value, a, b))
@@ -1013,6 +1064,7 @@ def _spans(norm: str, *, advance_only: bool) -> list[tuple[str, float, int, int]
 
 
 def _found(norm: str) -> list[tuple[str, float, int, int]]:
+    """Return the quantities of ``norm``: measures, and spans of time counted back from an event or bounded."""
     return sorted(_quantities(norm) + _spans(norm, advance_only=True), key=lambda q: q[2])
 
 
@@ -1408,7 +1460,7 @@ _MEASURE_ALIASES = {"分": ("分", "积分"), "积分": ("分", "积分"), "岁"
 
 # A limit word anywhere in a value's cell or in the heading the unit answers (「每日借阅限额：读者证5本」,
 # 「三、借阅限额」) makes the value a limit; 「满」「起」 count only beside the value (above).
-_BOUND_CELL_RE = re.compile(r"最低|最少|至少|不低于|不少于|最高|最多|不超过|不高于|上限|下限|封顶|至多|限|以内|以下|以上")
+_BOUND_CELL_RE = re.compile(r"最低|最少|最小|最短|至少|不低于|不少于|最高|最多|最大|最长|不超过|不高于|上限|下限|封顶|至多|限|以内|以下|以上|不足")
 _CELL_SEP_RE = re.compile(r"[，,；;。！？!?]")
 # What one may do, stated with a modal before the value in its cell (「可带3位同伴」「可加：2张」), is a
 # capacity: the most one gets, so it answers 「最多…」 (never 「最少…」). 「可能」 is a guess, 「不可」 a ban.
@@ -1419,6 +1471,23 @@ def _cell_before(norm: str, filler: Filler) -> str:
     """Return the text from the last separator (not a colon) before ``filler`` up to it."""
     cut = max((m.end() for m in _CELL_SEP_RE.finditer(norm, 0, filler.start)), default=0)
     return norm[cut:filler.start]
+
+
+_SHARE_ASKED_RE = re.compile(r"百分之几|比例|几成")
+_SHARE_BOUND_RE = re.compile(r"(?:最[高低多少]|至[多少]|上限|下限)[^，,。？?]{0,3}(?:百分之几|比例|几成)")
+
+
+def _asked_bound(question: Question) -> str:
+    """Return the question's bound, unless it names a thing and the question asks a share of it.
+
+    「最低还款额按百分之几算」 asks the share that makes up the minimum payment, not the least
+    share: a bound only bounds a share it stands next to (「最高退百分之几」).
+    """
+    bound = str(question.get("bound", ""))
+    norm = question["norm"]
+    if bound and _SHARE_ASKED_RE.search(norm) and not _SHARE_BOUND_RE.search(norm):
+        return ""
+    return bound
 
 
 def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str], bound: str,

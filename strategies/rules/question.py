@@ -50,6 +50,7 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
     ("amount", re.compile(
         rf"多少(?:{_MONEY})|(?:{_MONEY})(?:{_HEDGES})?(?:是|要|收|为)?多少|几(?:块|元|毛)|多贵|价格是|什么价"
         rf"|(?:{_MONEY})怎么(?:算|收|计算)|满多少|赔多少|退多少|补多少|怎么收费|收费标准|怎么算(?:钱|运费|费用)"
+        r"|百分之几|(?:多少|什么|哪个)比例|几折|几成"  # a share asked for: a rate
         # 「最少要充多少」「按月交每月多少」: a verb of paying before a bare 多少 asks for money
         rf"|(?:充|交|缴|付|花|扣|罚|返|收)(?:值|费|款|了|掉|还|取)?(?:每[天日月年次]|一[天个月年次])?(?:{_HEDGES})?要?多少"
         rf"(?!{_CLASSIFIERS}|{_TIME_UNITS}|岁|钱)"
@@ -59,7 +60,7 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
         r"|\bwhen\b|\bwhat (?:date|time|day)\b")),
     ("count", re.compile(
         rf"(?<!哪)几(?:{_CLASSIFIERS}|岁)|多少(?:{_CLASSIFIERS}|岁)|(?:最多|最少|最高|最低|最大|最小|上限|下限|一共|总共)是?(?:能|可以)?[^，。？?]{{0,6}}(?:几|多少)"
-        r"|多少\s*[?？]?\s*$|\bhow many\b")),
+        r"|多少(?:里程|公里|公斤|千克|积分)|多少\s*[?？]?\s*$|\bhow many\b")),
     ("person_org", re.compile(
         r"谁|哪家|哪个公司|哪位|什么人|什么公司|哪个(?:快递|部门|银行|机构|平台|商家)|由哪"
         r"|\bwho\b|\bwhich (?:company|courier|bank)\b")),
@@ -81,7 +82,7 @@ _FORM_WORDS = frozenset("""
 能不能 可不可以 可以 能 能否 是否 是不是 会不会 有没有 要不要 需不需要 为什么 为啥 哪里 哪儿 哪家
 谁 哪 哪个 哪些 有 是 要 会 吗 呗 嘛 哦 还 又 就 都 也 给 把 被 让 用 在 和 与 及 或 或者 一般 大概
 时候 时间 需要 才能 才可以 才会 请 帮 帮我 查 查一下 问 问问 告诉 说 一个 现在 目前 另外 还有 以及 顺便 那 那么 如果
-只剩 剩下 只有 最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
+百分之几 几成 不到 不足 未满 低于 少于 只剩 剩下 只有 最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
 how what when where who why which whom whose does do did is are was were can could will would
 should may might a an the to of for in on at by with my your our their it this that i you we
 me much many long
@@ -94,7 +95,7 @@ _FUNCTION_TAGS = frozenset("dpcurfmqyeo")
 
 def _is_function(flag: str) -> bool:
     """Return True for a function word's tag (a joined run of unknown characters, ``run``, is not one)."""
-    return flag != "run" and flag[:1] in _FUNCTION_TAGS and flag not in ("vn", "nz")
+    return flag != "run" and flag[:1] in _FUNCTION_TAGS and flag not in ("vn", "nz", "eng")  # 「eng」: a model, a brand
 
 _ORDER_ID_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{1,4}\d{8,}(?![A-Za-z0-9])")
 _PART_SPLIT_RE = re.compile(r"[？?；;]+|[，,。](?=\s*(?:另外|还有|以及|顺便|再问|再就是|and also))")
@@ -668,6 +669,9 @@ _SPAN_BEFORE_RE = re.compile(r"(?:离|距离?)\s*$")
 _IN_ADVANCE = frozenset({"提前", "提早", "预先"})
 
 
+_MEASURED_RE = re.compile(r"\d+(?:\.\d+)?[a-z]+")  # 「120wh」「30gb」: a quantity, compared as such
+
+
 def _time_reference(norm: str, word: str) -> bool:
     """Return True when every occurrence of ``word`` in ``norm`` anchors a span of time."""
     spots = [m.start() for m in re.finditer(re.escape(word), norm)]
@@ -692,7 +696,7 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
     for word, flag in pairs:
         if word in qual_values or any(word in v and len(word) < len(v) for v in qual_values if v in norm):
             continue
-        if _time_reference(norm, word):
+        if _time_reference(norm, word) or _MEASURED_RE.fullmatch(word):
             continue
         if _is_function(flag) or word in _BOUND_WORDS:
             continue

@@ -325,3 +325,70 @@ def test_a_unit_for_another_sum_paid_does_not_answer_about_the_sum_the_question_
     assert _row_answers("储值返现活动存500元，每月能返多少", row)
     # a sum that is a threshold (「满500元」) is a condition any larger sum meets
     assert _row_answers("储值返现活动要是存1000元，每月能返多少", "活动：储值返现，内容：存满500元，每月返还20元")
+
+
+def test_a_quantity_the_question_states_is_compared_as_an_interval():
+    assert not _row_answers("不到80Wh的电池最多能带几块", "电池：80Wh–160Wh，可带数量：2块")
+    assert _row_answers("不到80Wh的电池最多能带几块", "电池：不超过80Wh，可带数量：20块")
+    assert _row_answers("120Wh的电池最多能带几块", "电池：80Wh–160Wh，可带数量：2块")
+
+
+def test_a_span_counted_back_from_an_event_must_fall_in_the_units_band():
+    bands = "课程：私教课，开课前7天以上：免费取消，开课前2-7天：收50%"
+    assert _row_answers("私教课离开课还有10天，取消要收多少", bands)
+    assert not _row_answers("私教课离开课还有10天，取消要收多少", "课程：私教课，开课前2-7天：收50%")
+    # a span of something else (when money comes back) is not the question's condition
+    assert _answers("私教课提前两周取消要收多少", "私教课开课前取消收取课时费的10%，3个工作日内退回余款。")
+
+
+def test_in_advance_and_counted_time_units_are_not_subject_terms():
+    q = analyze_question("私教课提前两周取消要收多少")
+    assert "提前" not in q["subject_terms"]
+    assert "小时" not in analyze_question("开课前20个小时改期要交多少")["subject_terms"]
+    assert "提前" in analyze_question("提前还款要手续费吗")["subject_terms"]  # no span: a thing asked about
+
+
+def test_a_modal_glued_to_the_asked_verb_is_no_subject_term():
+    assert "能带" not in analyze_question("一张卡最多能带几个人")["subject_terms"]
+    assert "会员" in analyze_question("会员多少钱")["subject_terms"]  # a common word stays whole
+    assert "要求" in analyze_question("有年龄要求吗")["subject_terms"]
+
+
+def test_a_unit_on_a_sibling_of_a_subject_noun_it_lacks_does_not_answer():
+    vocab = build_vocabulary([["场地租用", "篮球场"], ["场地租用", "足球场"]],
+                             ["篮球场 开放时间", "篮球场 预约", "篮球场 器材", "足球场 开放时间", "足球场 预约",
+                              "周末包场 每小时租金另计"])
+    q = analyze_question("周末包场篮球场每小时租金多少钱", vocab=vocab)
+    sibling = _unit("周末包场足球场每小时租金500元。", "场地租用", "租金")
+    assert not judge_unit(q, sibling, vocab=vocab).answers
+    assert judge_unit(q, _unit("周末包场篮球场每小时租金200元。", "场地租用", "租金"), vocab=vocab).answers
+
+
+def test_a_thousands_separator_is_part_of_the_number():
+    assert [f.text for f in slot_fillers("count", "兑换需要60,000积分")] == ["60000积分"]
+
+
+def test_a_latin_model_name_is_a_subject_term_and_binds_across_hyphens():
+    q = analyze_question("X200-2型跑步机最大承重多少公斤")
+    assert "x200" in q["subject_terms"]
+    assert not _row_answers("X200-2型跑步机最大承重多少公斤", "型号：X100跑步机，最大承重：120公斤")
+    assert _row_answers("X200-2型跑步机最大承重多少公斤", "型号：X200-2跑步机，最大承重：150公斤")
+    assert _answers("馆内wifi几点关闭", "馆内Wi-Fi每晚22:00关闭。")
+
+
+@pytest.mark.parametrize("question", ["年卡退卡要扣百分之几", "定金要交多少比例", "退款能退几成"])
+def test_a_share_asked_for_is_an_amount_question(question):
+    assert analyze_question(question)["slot"] == "amount"
+
+
+def test_a_bound_naming_a_thing_does_not_bound_the_share_asked_of_it():
+    assert _answers("最低消费额按百分之几算", "最低消费额按年费的10%计算。")
+    assert not _answers("最高能退百分之几", "退卡按剩余天数的60%退还。")
+
+
+def test_a_floor_stated_as_not_reaching_answers_a_least_question():
+    assert _answers("私教课退课手续费最少收多少钱", "私教课退课手续费不足20元的，按20元收取。")
+
+
+def test_seats_are_counted_in_their_own_classifier():
+    assert _row_answers("大教室一共有几个座位", "教室：大教室，座位：120座")

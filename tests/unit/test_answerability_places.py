@@ -61,3 +61,14 @@ def test_hong_kong_is_held_by_the_group_naming_it():
     q = analyze_question("寄香港的包裹几天到")
     unit = Unit(id="e@0", evidence_id="e", doc_id="d", text="港澳台包裹5个工作日送达。", context=("时效",))
     assert judge_unit(q, unit).answers
+
+
+def test_a_row_naming_other_countries_does_not_answer_about_a_place_a_heading_lists_beside_them():
+    q = analyze_question("寄台湾的包裹每公斤多少钱")
+    heading = ("转运服务介绍", "国际及港澳台包裹线路")
+    other = Unit(id="e@0", evidence_id="e", doc_id="d", text="目的地：日本、韩国，每公斤：45元", row=True, context=heading)
+    own = Unit(id="e@1", evidence_id="e", doc_id="d", text="目的地：香港、澳门、台湾，每公斤：30元", row=True, context=heading)
+    assert not judge_unit(q, other).answers
+    assert judge_unit(q, own).answers
+    group = Unit(id="e@2", evidence_id="e", doc_id="d", text="日韩线路每公斤收45元。", context=("运费",))
+    assert not judge_unit(q, group).answers
