@@ -334,9 +334,10 @@ def test_a_quantity_the_question_states_is_compared_as_an_interval():
 
 
 def test_a_span_counted_back_from_an_event_must_fall_in_the_units_band():
-    bands = "课程：私教课，开课前7天以上：免费取消，开课前2-7天：收50%"
-    assert _row_answers("私教课离开课还有10天，取消要收多少", bands)
-    assert not _row_answers("私教课离开课还有10天，取消要收多少", "课程：私教课，开课前2-7天：收50%")
+    far = "课程：私教课，取消时间：上课前7天以上，取消费：免费"
+    near = "课程：私教课，取消时间：上课前2-7天，取消费：50%"
+    assert _row_answers("私教课离上课还有10天，取消费多少", far)
+    assert not _row_answers("私教课离上课还有10天，取消费多少", near)
     # a span of something else (when money comes back) is not the question's condition
     assert _answers("私教课提前两周取消要收多少", "私教课开课前取消收取课时费的10%，3个工作日内退回余款。")
 
