@@ -16,6 +16,7 @@ province of the same name.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 # province-level region -> cities (short names, simplified Chinese)
@@ -198,24 +199,17 @@ def is_abroad(place: str) -> bool:
 def held_by_group(place: str, text: str) -> bool:
     """Return True when ``text`` names a group of countries by one character each that holds ``place``.
 
-    「日韩航线」 holds 「东京」 (日本) and 「首尔」 (韩国): the group stands alone in ``text`` (a run
+    「日韩线路」 holds 「东京」 (日本) and 「首尔」 (韩国): the group stands alone in ``text`` (a run
     of single characters between words), every character of it the first character of a country
     of the same continent, one of them ``place``'s country.
     """
-    hit = _world().get(place.strip())
-    if not hit:
+    if place.strip() not in _world():
         return False
     import jieba
 
-    words, run = [], ""
-    for token in jieba.lcut(text, HMM=False):  # jieba leaves such a group as single characters
-        if len(token) == 1:
-            run += token
-            continue
-        words += [run, token]
-        run = ""
-    words.append(run)
-    return any(group_holds(w, place) for w in words)
+    tokens = jieba.lcut(text, HMM=False)
+    runs = [run for run, _ in _single_char_runs((t, "") for t in tokens)]
+    return any(group_holds(word, place) for word in [*tokens, *runs])
 
 
 def group_holds(group: str, place: str) -> bool:
@@ -224,8 +218,20 @@ def group_holds(group: str, place: str) -> bool:
     if not hit or not 2 <= len(group) <= 4 or len(set(group)) != len(group):
         return False
     country, continent = hit
-    firsts = _first_chars(continent)
-    return country[0] in group and all(ch in firsts for ch in group)
+    return country[0] in group and all(ch in _first_chars(continent) for ch in group)
+
+
+def _single_char_runs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Return each run of single-character tokens (jieba leaves 「日韩」 so) with the tag of the token after it."""
+    runs, run = [], ""
+    for word, flag in [*pairs, ("", "")]:
+        if len(word) == 1:
+            run += word
+            continue
+        if run:
+            runs.append((run, flag))
+        run = ""
+    return runs
 
 
 @lru_cache(maxsize=16)
@@ -233,24 +239,26 @@ def _first_chars(continent: str) -> frozenset[str]:
     return frozenset(country[0] for country, cont in _world().values() if cont == continent)
 
 
-def foreign_mentions(text: str) -> list[str]:
+@lru_cache(maxsize=1)
+def _countries() -> tuple[frozenset[str], frozenset[str]]:
+    """Return the short names (two or more characters) of the countries abroad, and the continents."""
+    return (frozenset(c for c, _ in _world().values() if len(c) >= 2),
+            frozenset(cont for _, cont in _world().values()))
+
+
+@lru_cache(maxsize=4096)
+def foreign_mentions(text: str) -> tuple[str, ...]:
     """Return the countries abroad (short names) and one-character-per-country groups (「日韩」) ``text`` names.
 
     A group is a run of single characters, each the first of a country of one continent,
-    followed by the noun it qualifies (「日韩航线」), as :func:`held_by_group` reads it.
+    followed by the noun it qualifies (「日韩线路」), as :func:`held_by_group` reads it.
     """
     import jieba.posseg as pseg
 
-    countries = {country for country, _ in _world().values()}
-    found = [c for c in countries if len(c) >= 2 and c in text]
-    continents = {cont for _, cont in _world().values()}
-    run = ""
-    for pair in [*pseg.cut(text, HMM=False), None]:
-        if pair is not None and len(pair.word) == 1:
-            run += pair.word
-            continue
-        if pair is not None and pair.flag.startswith("n") and 2 <= len(run) <= 4 and len(set(run)) == len(run) \
+    countries, continents = _countries()
+    found = [c for c in countries if c in text]
+    for run, after in _single_char_runs((p.word, p.flag) for p in pseg.cut(text, HMM=False)):
+        if after.startswith("n") and 2 <= len(run) <= 4 and len(set(run)) == len(run) \
                 and any(all(ch in _first_chars(c) for ch in run) for c in continents):
             found.append(run)
-        run = ""
-    return list(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found))

@@ -29,7 +29,6 @@ from typing import Any
 from contracts.question import Question, Slot
 from knowledge.gazetteer import (
     containers_of,
-    country_of,
     foreign_mentions,
     group_holds,
     held_by_group,
@@ -246,7 +245,7 @@ _PERSON_TAGS = frozenset({"nr", "nrt", "nrfg", "nt", "nz"})
 @lru_cache(maxsize=16384)
 def _norm(text: str) -> str:
     text = normalize_text(text)
-    text = re.sub(r"(\d)[,，](\d{3})(?!\d)", r"\1\2", text)  # 「60,000里程」: a thousands separator
+    text = re.sub(r"(\d)[,，](\d{3})(?!\d)", r"\1\2", text)  # 「60,000积分」: a thousands separator
     text = re.sub(r"(\d)\s*(?:~|～|－|—|–|至|到)\s*(\d)", r"\1-\2", text)
     return re.sub(r"(\d)\s*个(工作日|小时|月|自然日)", r"\1\2", text)
 
@@ -306,7 +305,7 @@ PARTIAL_SHARE = 0.67  # a long term counts as present when this share of its big
 
 _LATIN_TERM_RE = re.compile(r"[a-z][a-z0-9\-]*")
 _LATIN_GLUE_RE = re.compile(r"(?<=[a-z0-9])[\s\-_·.]+(?=[a-z0-9])")
-ALTERNATIVES = "|"  # 「澳门|地区航线」: a term any of whose alternatives binds
+ALTERNATIVES = "|"  # 「澳门|港澳线」: a term any of whose alternatives binds
 
 
 def _term_present(term: str, text: str) -> bool:
@@ -322,7 +321,7 @@ def _term_present(term: str, text: str) -> bool:
     if province and province in text:
         return True
     if any(c in text for c in containers_of(term)) or held_by_group(term, text):
-        return True  # 「首尔」 in 「国际航线」「日韩航线」, 「香港」 in 「港澳台」
+        return True  # 「首尔」 in 「国际线路」「日韩线路」, 「香港」 in 「港澳台」
     if any(w in text for w in _region_synonyms(term)):
         return True
     if len(term) == 4 and _HAN_RE.match(term) and _swapped_compound(term, text):
@@ -487,7 +486,7 @@ _EXCEPTION_RE = re.compile(r"[（(][^（）()]{1,40}除外[）)]|[^，。；;：
 
 def _holds(area: str, place: str) -> bool:
     """Return True when ``area`` names ``place`` or holds it (its country, its group)."""
-    return area == place or area == country_of(place) or area in containers_of(place) or group_holds(area, place)
+    return area == place or area in containers_of(place) or group_holds(area, place)  # containers: its country first
 
 
 def _only_excepted(value: str, norm: str) -> bool:
@@ -533,7 +532,7 @@ def qualifier_check(question: Question, unit: Unit,
             matched[kind] = hit
             continue
         others = [o for o in pool if o.lower() in near]
-        if kind == "region" and not others:  # 「日韩航线」 or 「泰国」 for a question on 台湾
+        if kind == "region" and not others:  # 「日韩线路」 or 「泰国」 for a question on 台湾
             others = [m for m in foreign_mentions(near) if not any(_holds(m, v) for v in values)]
         if others:
             conflicts[kind] = others
@@ -1279,7 +1278,7 @@ def question_subject(question: Question) -> list[str]:
     own = [v for vals in question["qualifiers"].values() for v in vals
            if v in question["norm"] and v not in question["subject_terms"]]
     held = [v for v in question["qualifiers"].get("region", []) if v not in question["norm"]]
-    if held:  # 「澳门」 is bound where the policy names its country or group instead (「地区航线」)
+    if held:  # 「澳门」 is bound where the policy names its country or group instead (「港澳线」)
         own = [ALTERNATIVES.join([v, *held]) if v in question["qualifiers"]["region"] else v for v in own]
     terms = list(dict.fromkeys([*question["subject_terms"], *own]))
     # A compound of other terms (「白条分期」 beside 「白条」 and 「分期」) would count them twice.
@@ -1480,8 +1479,8 @@ _SHARE_BOUND_RE = re.compile(r"(?:最[高低多少]|至[多少]|上限|下限)[^
 def _asked_bound(question: Question) -> str:
     """Return the question's bound, unless it names a thing and the question asks a share of it.
 
-    「最低还款额按百分之几算」 asks the share that makes up the minimum payment, not the least
-    share: a bound only bounds a share it stands next to (「最高退百分之几」).
+    「最低消费额怎么定，占年费的百分之几」 asks the share that makes up the minimum spend, not the
+    least share: a bound only bounds a share it stands next to (「最高退百分之几」).
     """
     bound = str(question.get("bound", ""))
     norm = question["norm"]

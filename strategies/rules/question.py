@@ -30,7 +30,7 @@ from typing import Any
 
 from contracts.facts import Fact
 from contracts.question import Bound, Question, Slot
-from knowledge.gazetteer import country_of, province_of
+from knowledge.gazetteer import containers_of, country_of, group_holds, province_of
 from knowledge.normalize import normalize_text
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
         rf"多少(?:{_MONEY})|(?:{_MONEY})(?:{_HEDGES})?(?:是|要|收|为)?多少|几(?:块|元|毛)|多贵|价格是|什么价"
         rf"|(?:{_MONEY})怎么(?:算|收|计算)|满多少|赔多少|退多少|补多少|怎么收费|收费标准|怎么算(?:钱|运费|费用)"
         r"|百分之几|(?:多少|什么|哪个)比例|几折|几成"  # a share asked for: a rate
-        # 「最少要充多少」「按月交每月多少」: a verb of paying before a bare 多少 asks for money
+        # 「押金要交多少」「年卡分期付每月多少」: a verb of paying before a bare 多少 asks for money
         rf"|(?:充|交|缴|付|花|扣|罚|返|收)(?:值|费|款|了|掉|还|取)?(?:每[天日月年次]|一[天个月年次])?(?:{_HEDGES})?要?多少"
         rf"(?!{_CLASSIFIERS}|{_TIME_UNITS}|岁|钱)"
         r"|\bhow much\b|\bcost\b|\bprice\b|\bfee\b")),
@@ -149,7 +149,7 @@ class Vocabulary:
 
     @cached_property
     def region_aliases(self) -> dict[str, frozenset[str]]:
-        """Return the knowledge base's names for groups of places: 「一区（港澳台）」 → {「一区」: {港澳台}}.
+        """Return the knowledge base's names for groups of places: 「东亚线（日本、韩国）」 → {「东亚线」: {日本, 韩国}}.
 
         A name followed by a parenthesis that only lists places (no exception, no value) is that
         group's name in this knowledge base; a customer names a place, the policy its group.
@@ -307,8 +307,8 @@ def _words(text: str) -> list[tuple[str, str]]:
     return out
 
 
-# A modal verb glued to the asked verb right before the interrogative (「最多能带几块」「能退吗」): jieba
-# may know the pair as an unrelated noun (「能带」), but the customer asks what may be done.
+# A modal verb glued to the asked verb right before the interrogative (「一张卡最多能带几个人」「能退吗」):
+# jieba may know the pair as an unrelated noun (「能带」), but the customer asks what may be done.
 _MODAL_ASK_RE = re.compile(r"\s*(?:几|多少|多久|多长|吗|么|不|没|嘛)")
 
 
@@ -530,11 +530,9 @@ def _alias_name(before: str) -> str:
 
 def region_groups(value: str, vocab: Vocabulary) -> list[str]:
     """Return the knowledge base's group names (:attr:`Vocabulary.region_aliases`) that hold ``value``."""
-    from knowledge.gazetteer import containers_of, held_by_group
-
     held = {value, *containers_of(value)}
     return [name for name, parts in vocab.region_aliases.items()
-            if held & parts or any(held_by_group(value, p) for p in parts) or any(province_of(value) == p for p in parts)]
+            if held & parts or any(group_holds(p, value) or province_of(value) == p for p in parts)]
 
 
 def _regions(text: str) -> list[str]:
