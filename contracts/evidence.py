@@ -42,6 +42,7 @@ class Evidence(TypedDict):
     table: bool
     scores: Scores
     superseded_by: NotRequired[str | None]
+    version_frame: NotRequired[str]  # "in_force_old" | "not_yet_in_force": see strategies.rules.versions
     heading_path: NotRequired[list[str]]
     query_index: NotRequired[int]  # which rewritten query found it
     rank: NotRequired[int]  # its rank in that query's hits

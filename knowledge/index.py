@@ -14,7 +14,7 @@ Search (hybrid): BM25 top ``recall_k`` (the query's terms plus, with weight ``pl
 the region terms of the cities it names: :func:`knowledge.normalize.place_terms`) and Chroma top
 ``recall_k``, union, exact cosine and BM25 for every candidate, fusion (:mod:`knowledge.fusion`),
 demotion of chunks from superseded documents (``superseded_penalty``; skipped when the query asks
-for an old version), optional rerank, top ``k``. ``Hit.fused`` is the score after demotion.
+for an old version or dates its event by the calendar), optional rerank, top ``k``. ``Hit.fused`` is the score after demotion.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from knowledge.fusion import demote, fuse
 from knowledge.normalize import (
     asks_for_old_version,
     configure_jieba,
+    names_a_calendar_date,
     place_terms,
     tokenize_query,
 )
@@ -324,7 +325,7 @@ class KnowledgeIndex:
                          [str(i) for i in dense_top]], [str(i) for i in cands])
             if superseded_penalty:
                 old = self._superseded[cands]
-                if old.any() and not asks_for_old_version(query):
+                if old.any() and not asks_for_old_version(query) and not names_a_calendar_date(query):
                     fused = demote(fused, old, superseded_penalty)
             order = np.lexsort((np.asarray(cands), -fused))
             hits = [Hit(chunk=self._chunks[cands[j]], score=float(fused[j]), bm25=float(b[j]),

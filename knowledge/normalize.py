@@ -250,8 +250,8 @@ def place_terms(text: str) -> tuple[str, ...]:
 
 
 _OLD_VERSION_RE = re.compile(
-    r"旧版|老版|上一版|之前的版本|以前的版本|\d{4}年?版|旧的?(?:规则|政策|条款|标准|规定)"
-    r"|(?:以前|之前|原来)的?(?:规则|政策|条款|标准|规定)"
+    r"旧版|老版|上一版|之前的版本|以前的版本|\d{4}年?版|[旧老]的?(?:规则|政策|条款|标准|规定)"
+    r"|(?:以前|之前|原来|当时)的?(?:规则|政策|条款|标准|规定)"
 )
 
 
@@ -263,3 +263,16 @@ def asks_for_old_version(text: str) -> bool:
     superseded documents for such questions.
     """
     return bool(_OLD_VERSION_RE.search(normalize_text(text)))
+
+
+_CALENDAR_DATE_RE = re.compile(r"(?:\d{4}|[去前今])年|(?<![个\d])(?:\d{1,2}|[一二三四五六七八九十]{1,2})月(?:份|\d|底|初|中|[以之]?[前后])?")
+
+
+def names_a_calendar_date(text: str) -> bool:
+    """Return True when ``text`` dates something by the calendar (「去年12月」「2月份」「2025年」).
+
+    Such a question may be governed by an older version of a policy (the one in force on that
+    date), so search lets the old versions compete on equal terms; which one governs is decided
+    after retrieval (``strategies.rules.versions``). A span from now (「3个月内」) dates nothing.
+    """
+    return bool(_CALENDAR_DATE_RE.search(normalize_text(text)))

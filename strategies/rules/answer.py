@@ -4,7 +4,7 @@ Tool results are stated as plain facts citing ``tool:<name>#n`` (a tool failure 
 result is said as such); knowledge-base sentences are chosen by :mod:`strategies.rules.extract`
 (IDF-weighted coverage of the question's terms, FAQ headings, table row headers, the asked
 answer type, complements for a missing part, the current rule after a sentence about the old
-one) behind a coverage gate (:func:`passes_gate`); superseded policy versions are never used;
+one) behind a coverage gate (:func:`passes_gate`); superseded policy versions are never used (unless the question's date or words put the old one in force, :mod:`strategies.rules.versions`);
 nothing relevant → the fixed no-answer reply. The verifier checks every chosen sentence.
 
 Constants (chosen on the dev sets, see each comment): ``RELAXED_SHARE``,
@@ -48,6 +48,7 @@ from strategies.rules.extract import (
 )
 from strategies.rules.normalize import normalize_for_compare
 from strategies.rules.question import Vocabulary
+from strategies.rules.versions import IN_FORCE_OLD, version_note
 
 NO_ANSWER = "当前知识库中没有找到相关信息。如需进一步帮助，我可以为您转接人工客服。"
 
@@ -316,6 +317,9 @@ def compose_with_gate(question: str, queries: list[str], evidence: list[Evidence
                                   accept=answer_gate.accepts if answer_gate is not None else None,
                                   terms=analysis.get("terms") if analysis is not None else None)
         by_id = {str(e.get("id")): e for e in evidence} if analysis is not None and analysis["slot"] == "yesno" else {}
+        framed = {str(e.get("id")) for e in evidence if e.get("version_frame") == IN_FORCE_OLD}
+        if any(eid in framed for _, eid in picked):
+            sentences.append(version_note(question))  # the customer must know which rule this is
         sentences.extend(f"{_introduced(plain, by_id[eid]) if eid in by_id else plain}【来源:{eid}】。"
                          for plain, eid in picked)
     if not sentences:

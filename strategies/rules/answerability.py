@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from contracts.question import Question, Slot
 from knowledge.gazetteer import (
@@ -46,6 +46,7 @@ from strategies.rules.question import (
     asking_clause,
     word_edges,
 )
+from strategies.rules.versions import IN_FORCE_OLD
 
 # --------------------------------------------------------------------------- units
 
@@ -1067,6 +1068,11 @@ def _found(norm: str) -> list[tuple[str, float, int, int]]:
     return sorted(_quantities(norm) + _spans(norm, advance_only=True), key=lambda q: q[2])
 
 
+# A quantity that modifies a noun (「1000公里左右的航线」「100升的款」) describes what is asked about:
+# a condition, even when a bare 「多少」 could ask for a measure of its kind.
+_MODIFIER_AFTER_RE = re.compile(r"\s*(?:左右|上下|以上|以下|以内|多)?\s*的")
+
+
 def _other_quantity(question: Question, unit: Unit) -> list[str]:
     """Return the unit's quantities that contradict one the question states (``[]`` if none).
 
@@ -1083,7 +1089,8 @@ def _other_quantity(question: Question, unit: Unit) -> list[str]:
         skip.add(_QUANTITY_SCALE[str(question.get("measure"))][0])
     if question["slot"] == "count" and not question.get("measure"):
         skip |= {family for family, _ in _QUANTITY_SCALE.values()}  # a bare 「多少」 may ask for any measure
-    asked = [q for q in _intervals(qnorm, _found(qnorm)) if q[0] not in skip]
+    asked = [q for q in _intervals(qnorm, _found(qnorm))
+             if q[0] not in skip or _MODIFIER_AFTER_RE.match(qnorm, q[4])]
     if not asked:
         return []
     stated = _intervals(norm, _found(norm))
@@ -1574,6 +1581,10 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
     answers the whole question or one of its parts.
     """
     units = evidence_units(evidence)
+    if question["qualifiers"].get("version") and any(e.get("version_frame") == IN_FORCE_OLD for e in evidence):
+        # the version in force was settled on the evidence (strategies.rules.versions): its words are done
+        question = cast(Question, {**question, "qualifiers": {k: v for k, v in question["qualifiers"].items()
+                                                              if k != "version"}})
     weights = subject_weights(question_subject(question), vocab)
     verdicts = _judge_units(question, units, vocab, weights, check_unknown=not question["parts"],
                             min_share=min_share)
@@ -1622,7 +1633,8 @@ def gate_summary(question: Question, gate: AnswerGate) -> dict[str, Any]:
         "reason": whole,  # a decision about the question itself (a term the KB never uses), not a unit
         "units": [] if whole else [{"id": v.unit.id, "answers": v.answers, "reason": v.reason or "answers",
                    "fillers": [f.text for f in v.fillers][:4], "found": list(v.binding.found),
-                   "missing": list(v.binding.missing),
+                   "missing": list(v.binding.missing), "share": round(v.binding.share, 3),
+                   "specific_ok": v.binding.specific_ok,
                    "conflicts": {k: list(x) for k, x in v.qualifiers.conflicts.items()}}
                   for v in ranked[:TRACE_UNITS]],
     }

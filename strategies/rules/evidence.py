@@ -282,8 +282,12 @@ def render_evidence(evidence: list[Evidence], *, max_chars: int = 6000) -> str:
     used = 0
     for item in ordered:
         flags = []
-        if item.get("superseded"):
+        if item.get("version_frame") == "not_yet_in_force":
+            flags.append("客户所述时间该版本尚未生效，不得引用")
+        elif item.get("superseded"):
             flags.append("已失效的旧版本，不得作为现行规定引用")
+        elif item.get("version_frame") == "in_force_old":
+            flags.append("旧版本，但客户所述时间适用此版本；回答时须说明是按旧版规定")
         if item.get("conflict"):
             flags.append("与其他资料存在冲突，请以最新生效版本为准")
         meta = " ".join(p for p in (f"标题:{item.get('title', '')}",

@@ -81,7 +81,7 @@ _FORM_WORDS = frozenset("""
 什么 什么时候 啥时候 何时 哪天 哪一天 几号 几点 多久 多长 多长时间 多少 几 几天 怎么 怎样 如何 咋
 能不能 可不可以 可以 能 能否 是否 是不是 会不会 有没有 要不要 需不需要 为什么 为啥 哪里 哪儿 哪家
 谁 哪 哪个 哪些 有 是 要 会 吗 呗 嘛 哦 还 又 就 都 也 给 把 被 让 用 在 和 与 及 或 或者 一般 大概
-时候 时间 需要 才能 才可以 才会 请 帮 帮我 查 查一下 问 问问 告诉 说 一个 现在 目前 另外 还有 以及 顺便 那 那么 如果
+时候 时间 期限 时限 时长 需要 才能 才可以 才会 请 帮 帮我 查 查一下 问 问问 告诉 说 一个 现在 目前 另外 还有 以及 顺便 那 那么 如果
 百分之几 几成 不到 不足 未满 低于 少于 只剩 剩下 只有 最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
 how what when where who why which whom whose does do did is are was were can could will would
 should may might a an the to of for in on at by with my your our their it this that i you we
@@ -100,7 +100,8 @@ def _is_function(flag: str) -> bool:
 _ORDER_ID_RE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{1,4}\d{8,}(?![A-Za-z0-9])")
 _PART_SPLIT_RE = re.compile(r"[？?；;]+|[，,。](?=\s*(?:另外|还有|以及|顺便|再问|再就是|and also))")
 _VERSION_RE = re.compile(
-    r"旧版|老版|新版|现行|最新版|上一版|以前的(?:规则|政策|版本)|之前的(?:规则|政策|版本)"
+    r"旧版|老版|新版|现行|最新版|上一版|按?[旧老]的?(?:规则|政策|条款|标准|规定)"
+    r"|按?(?:以前|之前|原来|当时)的?(?:规则|政策|条款|标准|规定|版本)"
     r"|\bv\d+(?:\.\d+)*\b|\d{4}年?版")
 _PERIOD_RE = re.compile(
     r"[\u4e00-\u9fff\d]{1,6}期间|[\u4e00-\u9fff]{1,4}(?<![\d一二两三四五六七八九十几每第])节(?:前|后|期间)?|双\d{1,2}|\d{1,2}\.\d{1,2}"
@@ -684,6 +685,22 @@ def _time_reference(norm: str, word: str) -> bool:
     return True
 
 
+# A time word that points from the customer's own now (「今年」「上次」「明天」), or the part of a date after
+# its numeral (「3月底」), places the customer's event in time: a rule never says it, so it is a
+# condition (read by the date and version checks), not a term the evidence must carry.
+_DEICTIC_TIME_RE = re.compile(r"(?:今|去|前|明|后|昨|上|下|这|本)(?:年|个?月|周|星期|天|日|次|回|季度?)|现在|目前|刚才|最近|当时|平时")
+
+
+def _speaker_time(norm: str, word: str, flag: str) -> bool:
+    """Return True for a time word anchored on the speaker's now, or on a numeral before it."""
+    if flag != "t":
+        return False
+    if _DEICTIC_TIME_RE.fullmatch(word):
+        return True
+    spots = [m.start() for m in re.finditer(re.escape(word), norm)]
+    return bool(spots) and all(re.search(r"\d\s*$", norm[:at]) for at in spots)
+
+
 def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], list[str]]:
     """Return (tokens, subject terms): content words minus form words and qualifier values."""
     pairs = [(w, f) for w, f in _words(norm) if (_HAN_RE.search(w) or re.search(r"[a-z0-9]", w))
@@ -694,7 +711,7 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
     for word, flag in pairs:
         if word in qual_values or any(word in v and len(word) < len(v) for v in qual_values if v in norm):
             continue
-        if _time_reference(norm, word) or _MEASURED_RE.fullmatch(word):
+        if _time_reference(norm, word) or _MEASURED_RE.fullmatch(word) or _speaker_time(norm, word, flag):
             continue
         if _is_function(flag) or word in _BOUND_WORDS:
             continue

@@ -45,6 +45,7 @@ from strategies.rules.hygiene import kinds_of, scan
 from strategies.rules.lexicon import PARTIES
 from strategies.rules.normalize import normalize_for_compare
 from strategies.rules.question import Vocabulary, analyze_question
+from strategies.rules.versions import VERSION_NOTE_MARK
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ CLAUSE_COVERAGE_MIN = 0.3  # share for each longer clause (catches an invented c
 # Sentences the agent itself adds around facts: never claims, never checked.
 BOILERPLATE = ("当前知识库中没有找到相关信息", "转人工", "人工客服", "无法确认", "资料中没有说明",
                "以下内容无法确认", "请问", "还有什么可以帮您", "如需", "如有其他问题", "您可以稍后再试",
-               "请提供", "抱歉", "您好", "这里无法为您办理", "我可以帮您")
+               "请提供", "抱歉", "您好", "这里无法为您办理", "我可以帮您", VERSION_NOTE_MARK)
 _CLAUSE_SPLIT_RE = re.compile(r"[，,；;：:。！？!?\n]")
 
 

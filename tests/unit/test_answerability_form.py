@@ -393,3 +393,26 @@ def test_a_floor_stated_as_not_reaching_answers_a_least_question():
 
 def test_seats_are_counted_in_their_own_classifier():
     assert _row_answers("大教室一共有几个座位", "教室：大教室，座位：120座")
+
+
+@pytest.mark.parametrize(("question", "absent"), [
+    ("去年办的储物柜，续租一个月多少钱", "去年"),
+    ("上次借的书今天能续借几次", "上次"),
+    ("今年5月底办的卡，冻结最长几天", "月底"),  # the part of a date after its numeral
+])
+def test_a_time_word_from_the_speakers_now_is_no_subject_term(question, absent):
+    assert absent not in analyze_question(question)["subject_terms"]
+
+
+def test_a_named_period_stays_a_subject_term():
+    assert "暑假" in analyze_question("暑假游泳班一期几节课")["subject_terms"]
+
+
+def test_a_quantity_modifying_a_noun_is_a_condition_even_for_a_bare_how_much():
+    question = "500米的泳道，包场一小时要多少"
+    assert not _answers(question, "泳道长度：50米，包场：300元/小时")
+    assert _answers(question, "泳道长度：400–600米，包场：800元/小时")
+
+
+def test_the_name_of_a_duration_is_no_subject_term():
+    assert "期限" not in analyze_question("退会员卡的期限是多久")["subject_terms"]
