@@ -877,7 +877,8 @@ def question_bound(norm: str) -> Bound:
 
 
 _PER_RE = re.compile(
-    r"(?:每|单|(?<![\d.])1)\s*个?\s*(年|季度|月|周|星期|天|日)(?![内以前后底初末中里])")
+    r"(?:每|单|(?<![\d.剩有离差过晚早前])1)\s*个?\s*(年|季度|月|周|星期|天|日)"
+    r"(?![内以前后底初末中里了，,；;。])")  # 「只剩1天了」「玩1周，」 are spans, not rates
 
 
 def question_per(norm: str, slot: Slot) -> str:
@@ -970,6 +971,7 @@ def split_parts(text: str) -> list[str]:
     pieces = [p for p in pieces if len(p) >= _SPLIT_MIN_CHARS]
     asking = [p for p in pieces if is_question(normalize_question(p))]
     return asking if len(asking) >= 2 else []
+
 
 
 def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,

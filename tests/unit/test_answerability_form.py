@@ -30,6 +30,7 @@ def _answers(question: str, text: str, *context: str) -> bool:
 @pytest.mark.parametrize(("question", "per"), [
     ("健身卡一年多少钱", "年"), ("每个月能借几本", "月"), ("储蓄卡一天最多取多少", "天"),
     ("一年内坏了能修吗", ""), ("健身卡多少钱", ""), ("每天几点开门", ""),
+    ("离开课只剩一天了，退课扣多少", ""), ("去外地训练一周，有没有周卡，多少钱", ""), ("还有一天到期，续费多少钱", ""),
 ])
 def test_the_rate_a_question_asks_for(question, per):
     q = analyze_question(question)
