@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
+from datetime import date
 from typing import Any, Literal, TypeVar
 
 from contracts.errors import UsageError
@@ -29,6 +30,7 @@ ENV_VARS: dict[str, tuple[str, Any]] = {
     "rerank": ("CSAGENT_RERANK", None),  # None: the index's measured default
     "max_reflections": ("CSAGENT_MAX_REFLECTIONS", 2),
     "llm_verify": ("CSAGENT_LLM_VERIFY", True),
+    "today": ("CSAGENT_TODAY", ""),  # "": the system date; a fixed day replays old logs as of their day
 }
 T = TypeVar("T")
 
@@ -49,6 +51,11 @@ def _parse(name: str, var: str, raw: str, default: Any) -> Any:
         if number < (0 if name == "max_reflections" else 1):
             raise UsageError(f"{var}={raw!r}: out of range")
         return number
+    if name == "today" and value:
+        try:
+            date.fromisoformat(value)
+        except ValueError:
+            raise UsageError(f"{var}={raw!r}: expected a date YYYY-MM-DD") from None
     if name == "retrieval_mode" and value not in RETRIEVAL_MODES:
         raise UsageError(f"{var}={raw!r}: expected one of {', '.join(RETRIEVAL_MODES)}")
     return value
@@ -88,6 +95,7 @@ class Context:
     rerank: bool | None = field(default_factory=_from_env("rerank"))
     max_reflections: int = field(default_factory=_from_env("max_reflections"))
     llm_verify: bool = field(default_factory=_from_env("llm_verify"))  # LLM claim check after code
+    today: str = field(default_factory=_from_env("today"))  # which policy version is in force for dated questions
 
 
 def make_context(**overrides: Any) -> Context:

@@ -5,6 +5,8 @@ The knowledge layer's rerank score is used when it computed one; the trace shows
 
 from __future__ import annotations
 
+from datetime import date
+
 from langgraph.runtime import Runtime
 
 from contracts.context import Context
@@ -21,7 +23,8 @@ def rerank_evidence(state: State, runtime: Runtime[Context]) -> State:
     so that a replaced version never takes a slot from the one that governs.
     """
     ctx = context_of(runtime)
-    framed = frame_versions(state.get("evidence") or [], state.get("question", ""))
+    today = date.fromisoformat(ctx.today) if ctx.today else None
+    framed = frame_versions(state.get("evidence") or [], state.get("question", ""), today)
     evidence = sorted(framed, key=evidence_sort_key)
     tools = [e for e in evidence if e.get("kind") == "tool"]
     chunks = [e for e in evidence if e.get("kind") != "tool"][: max(ctx.top_k, 1)]

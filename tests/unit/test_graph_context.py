@@ -54,7 +54,7 @@ def test_user_id_never_comes_from_the_environment(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.parametrize(("var", "value"), [("CSAGENT_TOP_K", "many"), ("CSAGENT_TOP_K", "0"),
                                             ("CSAGENT_RERANK", "maybe"),
-                                            ("CSAGENT_RETRIEVAL_MODE", "magic")])
+                                            ("CSAGENT_RETRIEVAL_MODE", "magic"), ("CSAGENT_TODAY", "2026-13-01")])
 def test_bad_environment_values_are_usage_errors(monkeypatch: pytest.MonkeyPatch, var: str, value: str):
     monkeypatch.setenv(var, value)
     with pytest.raises(UsageError, match=var):

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from contracts.evidence import Evidence
+from contracts.evidence import EVIDENCE_RESET, Evidence
 from knowledge.normalize import names_a_calendar_date
 from strategies.protocols import CheckRequest
 from strategies.rules.answer import Gate, compose_with_gate
@@ -125,3 +125,22 @@ def test_unframed_the_same_question_is_answered_by_the_current_rule_without_a_no
     evidence = frame_versions([NEW, OLD], question, TODAY)
     text, _, _ = compose_with_gate(question, [question], evidence, analysis=analyze_question(question, vocab=VOCAB), vocab=VOCAB, gate=Gate(min_dense=None))
     assert "2次" in text and "旧版" not in text
+
+
+def test_the_rerank_node_frames_versions_as_of_the_contexts_day():
+    from langgraph.runtime import Runtime
+
+    from contracts.context import Context
+    from nodes.rerank import rerank_evidence
+
+    state: dict[str, Any] = {"question": "10月份办的年卡，一年能冻结几次", "evidence": [NEW, OLD]}
+
+    def ranked(day: str) -> list[Evidence]:  # the node's update starts with the reducer's reset mark
+        out = rerank_evidence(state, Runtime(context=Context(today=day)))["evidence"]
+        return [e for e in out if e["id"] != EVIDENCE_RESET]
+
+    as_of = {e["doc_id"]: e for e in ranked("2026-03-01")}
+    assert as_of["freeze-v1"]["version_frame"] == IN_FORCE_OLD  # October 2025, before the change
+    later = {e["doc_id"]: e for e in ranked("2026-12-02")}
+    assert later["freeze-v1"]["superseded"] is True  # October 2026, after it
+    assert ranked("2026-03-01")[0]["doc_id"] == "freeze-v1"  # the version in force ranks first
