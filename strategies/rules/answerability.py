@@ -1678,4 +1678,10 @@ class GatedAnswerer:
         draft = replace(self.inner.answer(replace(request, evidence=kept)), gate=summary)
         if gate.partly_covered and draft.text != NO_ANSWER:
             draft = replace(draft, text=draft.text + UNCOVERED_PART)
+        if draft.text != NO_ANSWER and any(e.get("version_frame") == IN_FORCE_OLD for e in kept):
+            from strategies.rules.versions import version_note  # noqa: PLC0415
+
+            note = version_note(str(question.get("text")))
+            if not draft.text.startswith(note):
+                draft = replace(draft, text=note + draft.text)  # which rule this is, in any mode
         return draft

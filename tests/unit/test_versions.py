@@ -144,3 +144,24 @@ def test_the_rerank_node_frames_versions_as_of_the_contexts_day():
     later = {e["doc_id"]: e for e in ranked("2026-12-02")}
     assert later["freeze-v1"]["superseded"] is True  # October 2026, after it
     assert ranked("2026-03-01")[0]["doc_id"] == "freeze-v1"  # the version in force ranks first
+
+
+def test_an_llm_answer_from_the_old_version_is_introduced_as_such():
+    from strategies.protocols import AnswerRequest, Draft, Turn
+    from strategies.rules.answerability import GatedAnswerer
+
+    class ScriptedAnswerer:  # the fake is at the LLM boundary: it returns what a model would say
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def answer(self, request: AnswerRequest) -> Draft:
+            self.seen = [str(e["id"]) for e in request.evidence]
+            return Draft(text=f"年卡会员每年可申请冻结1次【来源:{OLD['id']}】。")
+
+    question = "去年10月办的年卡会员，每年可申请冻结几次"
+    inner = ScriptedAnswerer()
+    turn = Turn(question=analyze_question(question, vocab=VOCAB), vocab=VOCAB)
+    draft = GatedAnswerer(inner).answer(AnswerRequest(turn=turn, queries=[question],
+                                                      evidence=frame_versions([NEW, OLD], question, TODAY)))
+    assert inner.seen == [OLD["id"]]  # the model sees only the version in force
+    assert draft.text.startswith(version_note(question)) and draft.text.count(version_note(question)) == 1
