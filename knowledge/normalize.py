@@ -269,7 +269,7 @@ _CALENDAR_DATE_RE = re.compile(r"(?:\d{4}|[去前今])年|(?<![个\d])(?:\d{1,2}
 
 
 def names_a_calendar_date(text: str) -> bool:
-    """Return True when ``text`` dates something by the calendar (「去年12月」「2月份」「2025年」).
+    """Return True when ``text`` dates something by the calendar (「去年10月」「九月份」「2024年」).
 
     Such a question may be governed by an older version of a policy (the one in force on that
     date), so search lets the old versions compete on equal terms; which one governs is decided

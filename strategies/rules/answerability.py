@@ -1068,7 +1068,7 @@ def _found(norm: str) -> list[tuple[str, float, int, int]]:
     return sorted(_quantities(norm) + _spans(norm, advance_only=True), key=lambda q: q[2])
 
 
-# A quantity that modifies a noun (「1000公里左右的航线」「100升的款」) describes what is asked about:
+# A quantity that modifies a noun (「500米左右的泳道」「60升的柜子」) describes what is asked about:
 # a condition, even when a bare 「多少」 could ask for a measure of its kind.
 _MODIFIER_AFTER_RE = re.compile(r"\s*(?:左右|上下|以上|以下|以内|多)?\s*的")
 

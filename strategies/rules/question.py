@@ -686,7 +686,7 @@ def _time_reference(norm: str, word: str) -> bool:
 
 
 # A time word that points from the customer's own now (「今年」「上次」「明天」), or the part of a date after
-# its numeral (「3月底」), places the customer's event in time: a rule never says it, so it is a
+# its numeral (「5月初」), places the customer's event in time: a rule never says it, so it is a
 # condition (read by the date and version checks), not a term the evidence must carry.
 _DEICTIC_TIME_RE = re.compile(r"(?:今|去|前|明|后|昨|上|下|这|本)(?:年|个?月|周|星期|天|日|次|回|季度?)|现在|目前|刚才|最近|当时|平时")
 
@@ -878,7 +878,7 @@ def question_bound(norm: str) -> Bound:
 
 _PER_RE = re.compile(
     r"(?:每|单|(?<![\d.剩有离差过晚早前])1)\s*个?\s*(年|季度|月|周|星期|天|日)"
-    r"(?![内以前后底初末中里了，,；;。])")  # 「只剩1天了」「玩1周，」 are spans, not rates
+    r"(?![内以前后底初末中里了，,；;。])")  # 「还剩1天就到期」「出差1周，」 are spans, not rates
 
 
 def question_per(norm: str, slot: Slot) -> str:

@@ -4,8 +4,8 @@ A knowledge base may hold a policy and the version it replaced (``superseded_by`
 document, ``effective_date`` on both). By default only the current version answers. Two forms of
 a question move that:
 
-- it asks for the old version by name (「旧版」「老规定」「2024版」, :func:`asks_for_old_version`);
-- it dates its own event (「去年12月出票的」「2月份买的」「2025年入账的」) before the current version
+- it asks for the old version by name (「旧版」「按老规定」「上一版」, :func:`asks_for_old_version`);
+- it dates its own event (「去年10月办的卡」「三月份下的单」「2024年开的户」) before the current version
   took effect: the current rule was not in force then, and the version in force was the old one.
 
 :func:`frame_versions` relabels the evidence of the turn accordingly: the old version's chunks
@@ -55,10 +55,10 @@ _BARE_MONTH_RE = re.compile(r"(?<![年\d])(\d{1,2})月(?![\d个])")
 
 
 def _prepare(text: str, today: date) -> str:
-    """Write months as the time parser reads them (「三月份」 → 「3月」, a bare 「2月」 → 「2026年2月」).
+    """Write months as the time parser reads them (「九月份」 → 「9月」, a bare 「9月」 → 「2026年9月」).
 
     A month without its year is the last one of that name up to today: a customer dates what
-    already happened (「2月份买的」 in December is this February, in January last February).
+    already happened (「9月份办的」 in December is this September, in June last September).
     """
     text = _MONTH_FEN_RE.sub(r"\1月", _CN_MONTH_RE.sub(_cn_month, text))
 
@@ -85,7 +85,7 @@ def _day(stamp: str) -> date:
 def question_event(text: str, today: date) -> tuple[date, date] | None:
     """Return the earliest calendar period the question dates its own event by, as (first, last) day.
 
-    「去年12月出票，今年3月底坐」 → December of last year; 「5月以后买的」 → from May 1st to
+    「去年10月办卡，今年5月才开始用」 → October of last year; 「8月以后办的」 → from August 1st to
     today; a period the parser leaves open after 「以后/起」 runs to ``date.max``, one before
     「以前/之前」 ends the day before it starts. Spans counted from now (「7天内」)
     and bare durations are not events. ``None`` when the question dates nothing.

@@ -150,10 +150,10 @@ def main() -> int:
     if len(rets) != len(answerable):
         errors.append(f"retrieval: {len(rets)} lines for {len(answerable)} answerable questions")
     for q, r in zip(answerable, rets):
-        if r.get("query") != q.get("question") or r.get("relevant_doc_ids") != q.get("gold_doc_ids"):
+        if r.get("query") != q.get("question") or r.get("gold_doc_ids") != q.get("gold_doc_ids"):
             errors.append(f"retrieval: line for {q.get('id')} does not repeat its question/docs")
     for r in rets:
-        for d in r.get("relevant_doc_ids", []) or ["<none>"]:
+        for d in r.get("gold_doc_ids", []) or ["<none>"]:
             if d not in docs:
                 errors.append(f"retrieval: unknown doc {d!r}")
 
