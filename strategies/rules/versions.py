@@ -73,9 +73,9 @@ def _prepare(text: str, today: date) -> str:
 
 @lru_cache(maxsize=1)
 def _time_parser() -> Any:
-    import jionlp  # noqa: PLC0415 - heavy; loaded on first use
+    from strategies.rules.question import _jionlp  # noqa: PLC0415 - heavy; its banner kept off stdout
 
-    return jionlp.ner.extract_time
+    return _jionlp().ner.extract_time
 
 
 def _day(stamp: str) -> date:

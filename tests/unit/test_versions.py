@@ -165,3 +165,14 @@ def test_an_llm_answer_from_the_old_version_is_introduced_as_such():
                                                       evidence=frame_versions([NEW, OLD], question, TODAY)))
     assert inner.seen == [OLD["id"]]  # the model sees only the version in force
     assert draft.text.startswith(version_note(question)) and draft.text.count(version_note(question)) == 1
+
+
+def test_the_time_parser_loads_without_writing_to_stdout():
+    # ``csagent ask --json`` prints its answer on stdout: jionlp's import banner must not precede it.
+    import subprocess
+    import sys
+
+    code = ("from datetime import date; from strategies.rules.versions import question_event; "
+            "assert question_event('去年10月办的卡', date(2026, 12, 2))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout == ""
