@@ -46,7 +46,7 @@ from strategies.rules.question import (
     asking_clause,
     word_edges,
 )
-from strategies.rules.versions import IN_FORCE_OLD
+from strategies.rules.versions import IN_FORCE_OLD, version_note
 
 # --------------------------------------------------------------------------- units
 
@@ -1679,8 +1679,6 @@ class GatedAnswerer:
         if gate.partly_covered and draft.text != NO_ANSWER:
             draft = replace(draft, text=draft.text + UNCOVERED_PART)
         if draft.text != NO_ANSWER and any(e.get("version_frame") == IN_FORCE_OLD for e in kept):
-            from strategies.rules.versions import version_note  # noqa: PLC0415
-
             note = version_note(str(question.get("text")))
             if not draft.text.startswith(note):
                 draft = replace(draft, text=note + draft.text)  # which rule this is, in any mode

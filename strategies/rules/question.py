@@ -51,7 +51,7 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
         rf"多少(?:{_MONEY})|(?:{_MONEY})(?:{_HEDGES})?(?:是|要|收|为)?多少|几(?:块|元|毛)|多贵|价格是|什么价"
         rf"|(?:{_MONEY})怎么(?:算|收|计算)|满多少|赔多少|退多少|补多少|怎么收费|收费标准|怎么算(?:钱|运费|费用)"
         r"|百分之几|(?:多少|什么|哪个)比例|几折|几成"  # a share asked for: a rate
-        # 「押金要交多少」「年卡分期付每月多少」: a verb of paying before a bare 多少 asks for money
+        # 「会费要缴多少」「年卡分期付每月多少」: a verb of paying before a bare 多少 asks for money
         rf"|(?:充|交|缴|付|花|扣|罚|返|收)(?:值|费|款|了|掉|还|取)?(?:每[天日月年次]|一[天个月年次])?(?:{_HEDGES})?要?多少"
         rf"(?!{_CLASSIFIERS}|{_TIME_UNITS}|岁|钱)"
         r"|\bhow much\b|\bcost\b|\bprice\b|\bfee\b")),
@@ -308,7 +308,7 @@ def _words(text: str) -> list[tuple[str, str]]:
     return out
 
 
-# A modal verb glued to the asked verb right before the interrogative (「一张卡最多能带几个人」「能退吗」):
+# A modal verb glued to the asked verb right before the interrogative (「每人最多能带几位访客」「能退吗」):
 # jieba may know the pair as an unrelated noun (「能带」), but the customer asks what may be done.
 _MODAL_ASK_RE = re.compile(r"\s*(?:几|多少|多久|多长|吗|么|不|没|嘛)")
 
@@ -971,7 +971,6 @@ def split_parts(text: str) -> list[str]:
     pieces = [p for p in pieces if len(p) >= _SPLIT_MIN_CHARS]
     asking = [p for p in pieces if is_question(normalize_question(p))]
     return asking if len(asking) >= 2 else []
-
 
 
 def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,

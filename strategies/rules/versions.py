@@ -41,8 +41,6 @@ _CN_MONTH_RE = re.compile(r"(十[一二]?|[一二三四五六七八九])月份?"
 _MONTH_FEN_RE = re.compile(r"(\d{1,2})月份")
 # A calendar expression (a year, a month), not a span counted from now (「7天内」「3个月」).
 _CALENDAR_RE = re.compile(r"(?:\d{2,4}|[去前今明])年|(?<!个)\d{1,2}月|双\d{1,2}")
-_AFTER_RE = re.compile(r"^\s*(?:以后|之后|后|起|开始)")
-_BEFORE_RE = re.compile(r"^\s*(?:以前|之前|前)")
 
 
 def _cn_month(match: re.Match[str]) -> str:
@@ -86,11 +84,13 @@ def question_event(text: str, today: date) -> tuple[date, date] | None:
     """Return the earliest calendar period the question dates its own event by, as (first, last) day.
 
     「去年10月办卡，今年5月才开始用」 → October of last year; 「8月以后办的」 → from August 1st to
-    today; a period the parser leaves open after 「以后/起」 runs to ``date.max``, one before
-    「以前/之前」 ends the day before it starts. Spans counted from now (「7天内」)
-    and bare durations are not events. ``None`` when the question dates nothing.
+    today (the parser takes 「以后/起/以前」 into the period). Spans counted from now (「7天内」)
+    and bare durations are not events. ``None`` when the question dates nothing; the parser
+    runs only when the question names a calendar period at all.
     """
     prepared = _prepare(text, today)
+    if not _CALENDAR_RE.search(prepared):  # every period kept below must match it: skip the parser
+        return None
     base = datetime(today.year, today.month, today.day, 12).timestamp()
     try:
         found = _time_parser()(prepared, time_base=base, with_parsing=True)
@@ -109,11 +109,6 @@ def question_event(text: str, today: date) -> tuple[date, date] | None:
             first, last = _day(str(when[0])), _day(str(when[1]))
         except ValueError:
             continue
-        after = prepared[item["offset"][1]:] if "offset" in item else ""
-        if _AFTER_RE.match(after):
-            last = date.max
-        elif _BEFORE_RE.match(after):
-            first, last = date.min, first.fromordinal(first.toordinal() - 1)
         periods.append((first, last))
     return min(periods) if periods else None
 
@@ -146,8 +141,7 @@ def frame_versions(evidence: Sequence[Evidence], question: str, today: date | No
     replaced: set[str] = set()
     for item in old:
         successor = str(item.get("superseded_by"))
-        if not asked:
-            assert event is not None
+        if event is not None:  # not asked by name: the dates decide
             begins, ends = _effective(item.get("effective_date")), starts.get(successor)
             if ends is None or event[1] >= ends or (begins is not None and event[0] < begins):
                 continue
