@@ -43,6 +43,7 @@ class Evidence(TypedDict):
     scores: Scores
     superseded_by: NotRequired[str | None]
     version_frame: NotRequired[str]  # "in_force_old" | "not_yet_in_force": see strategies.rules.versions
+    in_force_on_date: NotRequired[bool]  # its document governed the question's dated event (ditto)
     heading_path: NotRequired[list[str]]
     query_index: NotRequired[int]  # which rewritten query found it
     rank: NotRequired[int]  # its rank in that query's hits

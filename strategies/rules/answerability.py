@@ -46,7 +46,7 @@ from strategies.rules.question import (
     asking_clause,
     word_edges,
 )
-from strategies.rules.versions import IN_FORCE_OLD, version_note
+from strategies.rules.versions import IN_FORCE_OLD, drop_event_dates, version_note
 
 # --------------------------------------------------------------------------- units
 
@@ -1328,13 +1328,15 @@ def _topic_before(norm: str, filler: Filler) -> str:
     """Return the clause before the filler's, when the filler's clause continues it (else ``""``).
 
     A clause that opens with a bound or a modal and names no subject (「…每月消费上限，最低可
-    设置为100元」) says more about the subject of the clause before it, across a comma. A clause
+    设置为100元」) says more about the subject of the clause before it, across a comma; a clause
+    after a colon lists the values of what the clause before the colon introduces. A clause
     before it that sets a time or a condition (「…通过后，」) is not that subject.
     """
     cuts = [m for m in _CLAUSE_RE.finditer(norm) if m.end() <= filler.start]
-    if not cuts or cuts[-1].group(0) not in ("，", ","):
+    if not cuts or cuts[-1].group(0) not in ("，", ",", "：", ":"):
         return ""
-    if not _CONTINUES_RE.match(norm[cuts[-1].end():filler.start].strip()):
+    lead_in = cuts[-1].group(0) in ("：", ":")  # 「…按签收日计算：甲7天、乙15天」: the values of what it introduces
+    if not lead_in and not _CONTINUES_RE.match(norm[cuts[-1].end():filler.start].strip()):
         return ""
     start = cuts[-2].end() if len(cuts) > 1 else 0
     before = norm[start:cuts[-1].start()]
@@ -1585,6 +1587,9 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
         # the version in force was settled on the evidence (strategies.rules.versions): its words are done
         question = cast(Question, {**question, "qualifiers": {k: v for k, v in question["qualifiers"].items()
                                                               if k != "version"}})
+    dated = drop_event_dates(question["qualifiers"], evidence)
+    if dated is not question["qualifiers"]:  # the date chose the document in force: it is answered
+        question = cast(Question, {**question, "qualifiers": dated})
     weights = subject_weights(question_subject(question), vocab)
     verdicts = _judge_units(question, units, vocab, weights, check_unknown=not question["parts"],
                             min_share=min_share)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from functools import lru_cache
 from typing import Any
@@ -126,16 +126,26 @@ def frame_versions(evidence: Sequence[Evidence], question: str, today: date | No
     For each old chunk whose replacing document is known (``superseded_by``): when the question
     asks for the old version, or dates its event wholly before the replacing document's
     ``effective_date`` (and not before the old one's), the old chunk is in force and the replacing
-    document's chunks are not. Anything else is returned unchanged.
+    document's chunks are not. For a dated event, every chunk of a document in force on that
+    date (in effect by then and not replaced) gets ``in_force_on_date``. Anything else is
+    returned unchanged.
     """
     items = [Evidence(**e) for e in evidence]
     old = [e for e in items if e.get("kind") == "chunk" and e.get("superseded") and e.get("superseded_by")]
-    if not old:
-        return items
     asked = asks_for_old_version(question)
     event = None if asked else question_event(question, today or date.today())
-    if not asked and event is None:
-        return items
+    if old and (asked or event is not None):
+        _frame_pairs(items, old, event, "asked" if asked else f"event {event}")
+    if event is not None:
+        for item in items:  # the documents that governed the dated event (they answer its date)
+            begins = _effective(item.get("effective_date")) if item.get("kind") == "chunk" else None
+            if begins is not None and begins <= event[0] and not item.get("superseded"):
+                item["in_force_on_date"] = True
+    return items
+
+
+def _frame_pairs(items: list[Evidence], old: list[Evidence], event: tuple[date, date] | None, why: str) -> None:
+    """Mark the old versions in force for the question and the versions that replaced them (in place)."""
     starts = {e["doc_id"]: _effective(e.get("effective_date")) for e in items if e.get("kind") == "chunk"}
     in_force: set[str] = set()
     replaced: set[str] = set()
@@ -157,9 +167,24 @@ def frame_versions(evidence: Sequence[Evidence], question: str, today: date | No
             item["superseded"] = True
             item["version_frame"] = NOT_YET_IN_FORCE
     if in_force:
-        log.info("version frame: %s in force for this question (%s)", sorted(in_force),
-                 "asked" if asked else f"event {event}")
-    return items
+        log.info("version frame: %s in force for this question (%s)", sorted(in_force), why)
+
+
+_CALENDAR_VALUE_RE = re.compile(r"^(?:\d{4}年)?\d{1,2}月")
+
+
+def drop_event_dates(qualifiers: dict[str, list[str]], evidence: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Return the qualifiers without the calendar dates of the customer's event, once they are answered.
+
+    A date the question gives for its own event (「2025年8月买的」) asks for the rule in force then;
+    a document in force on that date (``in_force_on_date``, set by :func:`frame_versions`)
+    answers it without writing the date. Without such a document the date stays a qualifier.
+    """
+    if not any(e.get("in_force_on_date") for e in evidence):
+        return qualifiers
+    periods = [v for v in qualifiers.get("period", []) if not _CALENDAR_VALUE_RE.match(v)]
+    out = {k: v for k, v in qualifiers.items() if k != "period"}
+    return {**out, "period": periods} if periods else out
 
 
 def version_note(question: str) -> str:

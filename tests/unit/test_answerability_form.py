@@ -417,3 +417,9 @@ def test_a_quantity_modifying_a_noun_is_a_condition_even_for_a_bare_how_much():
 
 def test_the_name_of_a_duration_is_no_subject_term():
     assert "期限" not in analyze_question("退会员卡的期限是多久")["subject_terms"]
+
+
+def test_values_after_a_colon_belong_to_what_the_clause_before_it_introduces():
+    text = "私教课的退课期限从开课之日起计算：月卡会员3天、年卡会员10天。"
+    assert _answers("私教课退课期限是几天", text, "会员须知")
+    assert not _answers("私教课退课期限是几天", "私教课需提前预约：开课前3天。", "预约规则")

@@ -20,6 +20,7 @@ from strategies.rules.verify import RulesClaimChecker
 from strategies.rules.versions import (
     IN_FORCE_OLD,
     NOT_YET_IN_FORCE,
+    drop_event_dates,
     frame_versions,
     question_event,
     version_note,
@@ -125,6 +126,33 @@ def test_unframed_the_same_question_is_answered_by_the_current_rule_without_a_no
     evidence = frame_versions([NEW, OLD], question, TODAY)
     text, _, _ = compose_with_gate(question, [question], evidence, analysis=analyze_question(question, vocab=VOCAB), vocab=VOCAB, gate=Gate(min_dense=None))
     assert "2次" in text and "旧版" not in text
+
+
+def _answer(question: str, evidence: list[Evidence]) -> tuple[str, Any]:
+    text, _, gate = compose_with_gate(question, [question], evidence, analysis=analyze_question(question, vocab=VOCAB),
+                                      vocab=VOCAB, gate=Gate(min_dense=None))
+    return text, gate
+
+
+@pytest.mark.parametrize(("question", "count"), [
+    ("2025年10月办的年卡会员，每年可申请冻结几次", "1次"),  # the old version governed that month
+    ("2026年8月办的年卡会员，每年可申请冻结几次", "2次"),  # the current one did
+])
+def test_a_dated_event_is_answered_by_the_document_in_force_on_that_date(question, count):
+    evidence = frame_versions([NEW, OLD], question, TODAY)
+    assert analyze_question(question, vocab=VOCAB)["qualifiers"].get("period")  # the date is a qualifier
+    assert [e["doc_id"] for e in evidence if e.get("in_force_on_date")] == (["freeze-v1"] if count == "1次" else ["freeze"])
+    text, gate = _answer(question, evidence)
+    assert gate is not None and gate.answerable and count in text
+
+
+def test_the_events_date_stays_a_qualifier_until_a_document_in_force_then_answers_it():
+    qualifiers = {"period": ["2025年10月", "双11"], "tier": ["金卡"]}
+    later = frame_versions([NEW], "2025年10月办的年卡会员，每年可申请冻结几次", TODAY)  # in force only later
+    assert not any(e.get("in_force_on_date") for e in later)
+    assert drop_event_dates(qualifiers, later) == qualifiers
+    framed = frame_versions([NEW, OLD], "2025年10月办的年卡会员，每年可申请冻结几次", TODAY)
+    assert drop_event_dates(qualifiers, framed) == {"period": ["双11"], "tier": ["金卡"]}  # a sale is no date
 
 
 def test_the_rerank_node_frames_versions_as_of_the_contexts_day():
