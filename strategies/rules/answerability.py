@@ -238,6 +238,20 @@ _FILLER_RES: dict[str, tuple[re.Pattern[str], ...]] = {
     "procedure": (_PROCEDURE_RE, _YESNO_RE, _AMOUNT_RE),
     "reason": (_REASON_RE, _YESNO_RE),
 }
+# A table cell rendered 「列名（单位）：数」: a bare number whose unit is in its column header.
+_HEADER_UNIT_RE = re.compile(r"[（(](?P<unit>[^（）()：:，,]{1,6})[)）][：:]\s*(?P<num>\d+(?:\.\d+)?)(?![\d.]|\s*[\u4e00-\u9fff%‰])")
+_HEADER_UNIT_SLOTS = {"amount": ("amount", "count"), "duration": ("duration", "date", "count"),
+                      "count": ("count",)}  # a bare number says no yes or no
+_MONEY_UNIT_RE = re.compile(r"^(?:万元|元|块|美元|港元|欧元|日元|英镑|人民币)(?:/|$)")
+
+
+def _header_unit_kind(unit: str) -> str:
+    """Return which kind of value a header's unit measures (「元/天」 money, 「小时」 time, else a count)."""
+    if _MONEY_UNIT_RE.match(unit):
+        return "amount"
+    return "duration" if re.fullmatch(_TIME_UNIT, unit.split("/")[0]) else "count"
+
+
 # Generic date words that alone do not answer 「什么时候」 (they only qualify another filler).
 _WEAK_DATE = frozenset({"之前", "之后", "以前", "以后", "起", "前", "后"})
 _PERSON_TAGS = frozenset({"nr", "nrt", "nrfg", "nt", "nz"})
@@ -267,6 +281,9 @@ def slot_fillers(slot: Slot | str, text: str) -> list[Filler]:
             if not value or (slot == "date" and value in _WEAK_DATE):
                 continue
             found.append(Filler(slot, value, match.start(), match.end()))
+    for match in _HEADER_UNIT_RE.finditer(norm):  # 「日租金（元/天）：168」: the unit stands in the header
+        if slot in _HEADER_UNIT_SLOTS[_header_unit_kind(match.group("unit"))]:
+            found.append(Filler(slot, match.group("num"), match.start("num"), match.end("num")))
     if slot == "person_org" and not found:
         found.extend(_tagged_names(norm))
     if slot == "place" and not found:

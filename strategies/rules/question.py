@@ -152,16 +152,21 @@ class Vocabulary:
     def region_aliases(self) -> dict[str, frozenset[str]]:
         """Return the knowledge base's names for groups of places: 「东亚线（日本、韩国）」 → {「东亚线」: {日本, 韩国}}.
 
-        A name followed by a parenthesis that only lists places (no exception, no value) is that
-        group's name in this knowledge base; a customer names a place, the policy its group.
+        A name followed by a parenthesis that only lists places (no exception, no value), or by a
+        colon and a list of two or more places that ends its sentence (「二线城市：甲市、乙市。」),
+        is that group's name in this knowledge base; a customer names a place, the policy its group.
         """
         aliases: dict[str, set[str]] = {}
         for text in self.texts:
-            for match in _ALIAS_RE.finditer(text):
+            for match in [*_ALIAS_RE.finditer(text), *_COLON_ALIAS_RE.finditer(text)]:
                 parts = [p for p in _LIST_SEP_RE.split(match.group(2)) if p]
                 if not parts or _NOT_A_LIST_RE.search(match.group(2)) or not all(_is_place(p) for p in parts):
                     continue
+                if match.re is _COLON_ALIAS_RE and len(parts) < 2:  # 「发货地：上海」 is one place, no group
+                    continue
                 name = _alias_name(match.group(1))
+                if match.re is _COLON_ALIAS_RE and not name and len(match.group(1)) <= 6:
+                    name = match.group(1)  # a list item's own label (「西部片区：…」)
                 if name and not _names_a_site(name):
                     aliases.setdefault(name, set()).update(parts)
         return {k: frozenset(v) for k, v in aliases.items()}
@@ -497,6 +502,7 @@ def is_question(norm: str) -> bool:
 
 
 _ALIAS_RE = re.compile(r"([\u4e00-\u9fffA-Za-z0-9]{2,12})[（(]([\u4e00-\u9fff、，,/和及与 ]{2,40})[)）]")
+_COLON_ALIAS_RE = re.compile(r"([\u4e00-\u9fffA-Za-z0-9]{2,12})[：:]\s*([\u4e00-\u9fff、，,/和及与 ]{4,80}?)\s*(?:[。；;\n]|$)")
 _LIST_SEP_RE = re.compile(r"[、，,/\s]|和|及|与")
 _NOT_A_LIST_RE = re.compile(r"除|外|不含|不包括|为|满|以上|以下|以内")
 

@@ -296,7 +296,7 @@ def test_a_unit_naming_a_sibling_regime_is_not_about_the_one_asked():
 
 
 @pytest.mark.parametrize(("question", "period"), [
-    ("私教课一节多久", None), ("每节课多少钱", None), ("春节期间开门吗", ["春节期间"]), ("中秋节后几点开门", ["中秋节后"]),
+    ("瑜伽课一节多久", None), ("每节课多少钱", None), ("春节期间开门吗", ["春节期间"]), ("中秋节后几点开门", ["中秋节后"]),
 ])
 def test_a_session_counted_in_jie_is_not_a_festival(question, period):
     assert analyze_question(question)["qualifiers"].get("period") == period
@@ -443,12 +443,12 @@ def test_an_elliptical_part_asks_about_the_first_parts_subject():
 # --------------------------------------------------------------------------- plain values for a bound
 
 def test_a_bound_question_is_not_answered_by_a_plain_value():
-    price = _unit("私教课每节80元，可用会员卡余额支付。", "会员手册", "私教课")
-    floor = _unit("私教课每次最少购买5节，每节80元。", "会员手册", "私教课")
-    q = analyze_question("私教课最少要花多少钱")
+    price = _unit("瑜伽课每节80元，可用会员卡余额支付。", "会员手册", "瑜伽课")
+    floor = _unit("瑜伽课每次最少购买5节，每节80元。", "会员手册", "瑜伽课")
+    q = analyze_question("瑜伽课最少要花多少钱")
     assert q["bound"] == "min"
     assert not judge_unit(q, price).answers  # a price, not the least one pays
-    assert judge_unit(analyze_question("私教课最少买几节"), floor).answers
+    assert judge_unit(analyze_question("瑜伽课最少买几节"), floor).answers
 
 
 def test_a_limit_word_in_the_cell_or_the_heading_makes_a_value_a_limit():
@@ -462,9 +462,9 @@ def test_a_limit_word_in_the_cell_or_the_heading_makes_a_value_a_limit():
 
 
 def test_a_yes_no_question_about_a_limit_needs_a_unit_that_states_one():
-    price = _unit("私教课按节收费，每节80元，可用会员卡余额支付。", "会员手册", "私教课")
-    capped = _unit("私教课按节收费，每月收费不超过2000元。", "会员手册", "私教课")
-    q = analyze_question("私教课收费有没有上限")
+    price = _unit("瑜伽课按节收费，每节80元，可用会员卡余额支付。", "会员手册", "瑜伽课")
+    capped = _unit("瑜伽课按节收费，每月收费不超过2000元。", "会员手册", "瑜伽课")
+    q = analyze_question("瑜伽课收费有没有上限")
     assert q["slot"] == "yesno" and q["bound"]
     assert not judge_unit(q, price).answers
     assert judge_unit(q, capped).answers
@@ -506,3 +506,19 @@ def test_an_inline_faq_question_is_the_context_of_its_answer_not_a_unit():
     assert [(u.text, u.context[-1]) for u in units] == [
         ("不可以，储物柜每日22:00清柜。", "储物柜可以过夜存放吗？"), ("会员免费。", "毛巾收费吗？")]
     assert sentence_units(text)[1] == "不可以，储物柜每日22:00清柜。"
+
+
+# --------------------------------------------------------------------------- units in column headers
+
+def test_a_bare_number_takes_its_unit_from_the_column_header():
+    row = "课程：瑜伽课，单价（元/节）：300，时长（分钟）：60，名额（人）：1"
+    assert [f.text for f in slot_fillers("amount", row)] == ["300"]
+    assert [f.text for f in slot_fillers("duration", row)] == ["60"]
+    assert [f.text for f in slot_fillers("count", row)] == ["300", "60", "1"]
+    assert slot_fillers("amount", "课程：瑜伽课，教练（2024届）：3") == []  # a year in parentheses is no unit
+    assert _answers_row("瑜伽课的单价是多少钱", row) and _answers_row("瑜伽课上多长时间", row)
+    assert not _answers_row("瑜伽课可以带朋友吗", row)  # a bare number answers no yes-no question
+
+
+def _answers_row(question: str, text: str) -> bool:
+    return judge_unit(analyze_question(question), _row(text, "课程价格表")).answers

@@ -72,3 +72,17 @@ def test_a_row_naming_other_countries_does_not_answer_about_a_place_a_heading_li
     assert judge_unit(q, own).answers
     group = Unit(id="e@2", evidence_id="e", doc_id="d", text="日韩线路每公斤收45元。", context=("运费",))
     assert not judge_unit(q, group).answers
+
+
+def test_a_colon_list_of_places_names_a_group_too():
+    vocab = build_vocabulary([["收费标准", "地区分档"]], [
+        "收费标准 地区分档 - 东部片区：北京、上海。\n- 西部片区：成都、武汉、西安。\n- 其他片区：除上述城市外的地区。",
+        "发货 寄件地址：上海。",
+    ])
+    assert vocab.region_aliases == {"东部片区": frozenset({"北京", "上海"}),
+                                    "西部片区": frozenset({"成都", "武汉", "西安"})}  # no exception, no one place
+    q = analyze_question("从西安寄一件要多少钱", vocab=vocab)
+    assert "西部片区" in q["qualifiers"]["region"]
+    row = Unit(id="e@0", evidence_id="e", doc_id="d", text="地区：西部片区，寄件：12元", row=True,
+               context=("收费标准", "寄件价格"))
+    assert judge_unit(q, row, vocab=vocab).answers
