@@ -222,6 +222,8 @@ _PROCEDURE_RE = re.compile(
     r"|寄回|寄出|预约|办理|按照|通过")
 # What a bare 「…是多少」 may ask for: a number, or an address written out (e-mail, web address).
 _IDENTIFIER_RE = re.compile(r"[A-Za-z0-9._+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|(?:https?://|www\.)[^\s，。；]+|\d[\d\-.%:/]*")
+_PHONE_ASKED_RE = re.compile(r"(?:电话|热线|号码|手机号|座机)(?:号码?)?(?:是)?(?:多少|几号)")
+_PHONE_RE = re.compile(r"(?<![\d-])(?:\d{3,4}-\d{3,4}(?:-\d{3,4})?|1[3-9]\d{9}|[48]00\d{7}|9\d{4})(?![\d-]|\s*[元万%])")
 _MONEY_ASKED_RE = re.compile(r"多少钱|几块|几元|多少元|多少块")
 _RATE_FILLER_RE = re.compile(r"[%折倍]$|分之")
 _CLASSIFIED_COUNT_RE = re.compile(rf"(?:几|多少)\s*{_CLASSIFIER}")
@@ -947,6 +949,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers += tuple(Filler("count", m.group(0), m.start(), m.end())
                          for m in _IDENTIFIER_RE.finditer(_norm(unit.text))
                          if not any(a <= m.start() < b for a, b in timed))
+    if asked == "count" and _PHONE_ASKED_RE.search(question["norm"]):  # 「热线是多少」: a number to dial
+        fillers = tuple(Filler("count", m.group(0), m.start(), m.end()) for m in _PHONE_RE.finditer(_norm(unit.text)))
     if asked == "date" and "几点" in question["norm"]:
         fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
                         for m in _CLOCK_RE.finditer(_norm(unit.text)))

@@ -423,3 +423,9 @@ def test_values_after_a_colon_belong_to_what_the_clause_before_it_introduces():
     text = "私教课的退课期限从开课之日起计算：月卡会员3天、年卡会员10天。"
     assert _answers("私教课退课期限是几天", text, "会员须知")
     assert not _answers("私教课退课期限是几天", "私教课需提前预约：开课前3天。", "预约规则")
+
+
+@pytest.mark.parametrize("question", ["预约热线是多少", "前台电话号码是多少"])
+def test_a_phone_number_question_is_answered_only_by_a_number_to_dial(question):
+    assert _answers(question, "预约热线：021-5555-0100，前台电话号码：13800001111。", "联系我们")
+    assert not _answers(question, "预约热线服务时间为每天8:00至20:00，每次通话收费0元，最多转接3次。", "联系我们")
