@@ -755,6 +755,10 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
             out[first], out[second] = first + second, ""
     for term in terms:
         start = norm.find(term)
+        if len(term) >= 2 and term.endswith("个") and not vocab.document_frequency(term):
+            stem = term[:-1]  # 「租个」「同一个」: a verb or a determiner with the classifier 「个」
+            out[term] = stem if len(stem) >= 2 and vocab.uses_word(stem) else ""
+            continue
         if len(term) == 3 and _DIRECTIONAL_RE.match(term[1:]) and not vocab.document_frequency(term):
             out[term] = ""  # 「送过来」: a one-character verb and its directional ending
             continue

@@ -522,3 +522,10 @@ def test_a_bare_number_takes_its_unit_from_the_column_header():
 
 def _answers_row(question: str, text: str) -> bool:
     return judge_unit(analyze_question(question), _row(text, "课程价格表")).answers
+
+
+def test_a_verb_or_determiner_with_the_classifier_ge_names_nothing_new():
+    vocab = build_vocabulary([["会员手册", "储物柜"]], ["同一会员每天可租用储物柜1次。", "储物柜每次5元。"])
+    assert mend_segmentation("想租个储物柜多少钱", ["租个", "储物柜"], vocab) == {"租个": ""}
+    assert mend_segmentation("同一个会员能租几次储物柜", ["同一个", "会员", "储物柜"], vocab) == {"同一个": "同一"}
+
