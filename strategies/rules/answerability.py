@@ -248,7 +248,7 @@ _MONEY_UNIT_RE = re.compile(r"^(?:万元|元|块|美元|港元|欧元|日元|英
 
 
 def _header_unit_kind(unit: str) -> str:
-    """Return which kind of value a header's unit measures (「元/天」 money, 「小时」 time, else a count)."""
+    """Return which kind of value a header's unit measures (「元/节」 money, 「分钟」 time, else a count)."""
     if _MONEY_UNIT_RE.match(unit):
         return "amount"
     return "duration" if re.fullmatch(_TIME_UNIT, unit.split("/")[0]) else "count"
@@ -283,7 +283,7 @@ def slot_fillers(slot: Slot | str, text: str) -> list[Filler]:
             if not value or (slot == "date" and value in _WEAK_DATE):
                 continue
             found.append(Filler(slot, value, match.start(), match.end()))
-    for match in _HEADER_UNIT_RE.finditer(norm):  # 「日租金（元/天）：168」: the unit stands in the header
+    for match in _HEADER_UNIT_RE.finditer(norm):  # 「课时费（元/节）：300」: the unit stands in the header
         if slot in _HEADER_UNIT_SLOTS[_header_unit_kind(match.group("unit"))]:
             found.append(Filler(slot, match.group("num"), match.start("num"), match.end("num")))
     if slot == "person_org" and not found:
@@ -949,7 +949,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers += tuple(Filler("count", m.group(0), m.start(), m.end())
                          for m in _IDENTIFIER_RE.finditer(_norm(unit.text))
                          if not any(a <= m.start() < b for a, b in timed))
-    if asked == "count" and _PHONE_ASKED_RE.search(question["norm"]):  # 「热线是多少」: a number to dial
+    if asked == "count" and _PHONE_ASKED_RE.search(question["norm"]):  # 「预约电话号码是多少」: a number to dial
         fillers = tuple(Filler("count", m.group(0), m.start(), m.end()) for m in _PHONE_RE.finditer(_norm(unit.text)))
     if asked == "date" and "几点" in question["norm"]:
         fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
@@ -1356,7 +1356,7 @@ def _topic_before(norm: str, filler: Filler) -> str:
     cuts = [m for m in _CLAUSE_RE.finditer(norm) if m.end() <= filler.start]
     if not cuts or cuts[-1].group(0) not in ("，", ",", "：", ":"):
         return ""
-    lead_in = cuts[-1].group(0) in ("：", ":")  # 「…按签收日计算：甲7天、乙15天」: the values of what it introduces
+    lead_in = cuts[-1].group(0) in ("：", ":")  # 「…自开课日起算：甲3天、乙10天」: the values of what it introduces
     if not lead_in and not _CONTINUES_RE.match(norm[cuts[-1].end():filler.start].strip()):
         return ""
     start = cuts[-2].end() if len(cuts) > 1 else 0

@@ -153,7 +153,7 @@ class Vocabulary:
         """Return the knowledge base's names for groups of places: 「东亚线（日本、韩国）」 → {「东亚线」: {日本, 韩国}}.
 
         A name followed by a parenthesis that only lists places (no exception, no value), or by a
-        colon and a list of two or more places that ends its sentence (「二线城市：甲市、乙市。」),
+        colon and a list of two or more places that ends its sentence (「西部片区：甲市、乙市。」),
         is that group's name in this knowledge base; a customer names a place, the policy its group.
         """
         aliases: dict[str, set[str]] = {}
@@ -756,7 +756,7 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
     for term in terms:
         start = norm.find(term)
         if len(term) >= 2 and term.endswith("个") and not vocab.document_frequency(term):
-            stem = term[:-1]  # 「租个」「同一个」: a verb or a determiner with the classifier 「个」
+            stem = term[:-1]  # 「买个」「每一个」: a verb or a determiner with the classifier 「个」
             out[term] = stem if len(stem) >= 2 and vocab.uses_word(stem) else ""
             continue
         if len(term) == 3 and _DIRECTIONAL_RE.match(term[1:]) and not vocab.document_frequency(term):

@@ -176,7 +176,7 @@ _CALENDAR_VALUE_RE = re.compile(r"^(?:\d{4}年)?\d{1,2}月")
 def drop_event_dates(qualifiers: dict[str, list[str]], evidence: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     """Return the qualifiers without the calendar dates of the customer's event, once they are answered.
 
-    A date the question gives for its own event (「2025年8月买的」) asks for the rule in force then;
+    A date the question gives for its own event (「2024年5月办的卡」) asks for the rule in force then;
     a document in force on that date (``in_force_on_date``, set by :func:`frame_versions`)
     answers it without writing the date. Without such a document the date stays a qualifier.
     """
