@@ -46,7 +46,7 @@ from strategies.rules.question import (
     asking_clause,
     word_edges,
 )
-from strategies.rules.versions import IN_FORCE_OLD, drop_event_dates, version_note
+from strategies.rules.versions import IN_FORCE_OLD, settled_qualifiers, version_note
 
 # --------------------------------------------------------------------------- units
 
@@ -1604,13 +1604,9 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
     answers the whole question or one of its parts.
     """
     units = evidence_units(evidence)
-    if question["qualifiers"].get("version") and any(e.get("version_frame") == IN_FORCE_OLD for e in evidence):
-        # the version in force was settled on the evidence (strategies.rules.versions): its words are done
-        question = cast(Question, {**question, "qualifiers": {k: v for k, v in question["qualifiers"].items()
-                                                              if k != "version"}})
-    dated = drop_event_dates(question["qualifiers"], evidence)
-    if dated is not question["qualifiers"]:  # the date chose the document in force: it is answered
-        question = cast(Question, {**question, "qualifiers": dated})
+    settled = settled_qualifiers(question["qualifiers"], evidence)  # the version in force answered them
+    if settled is not question["qualifiers"]:
+        question = cast(Question, {**question, "qualifiers": settled})
     weights = subject_weights(question_subject(question), vocab)
     verdicts = _judge_units(question, units, vocab, weights, check_unknown=not question["parts"],
                             min_share=min_share)

@@ -313,7 +313,7 @@ def _words(text: str) -> list[tuple[str, str]]:
     return out
 
 
-# A modal verb glued to the asked verb right before the interrogative (「每人最多能带几位访客」「能退吗」):
+# A modal verb glued to the asked verb right before the interrogative (「每张卡最多能约几节课」「能退吗」):
 # jieba may know the pair as an unrelated noun (「能带」), but the customer asks what may be done.
 _MODAL_ASK_RE = re.compile(r"\s*(?:几|多少|多久|多长|吗|么|不|没|嘛)")
 

@@ -173,17 +173,21 @@ def _frame_pairs(items: list[Evidence], old: list[Evidence], event: tuple[date, 
 _CALENDAR_VALUE_RE = re.compile(r"^(?:\d{4}年)?\d{1,2}月")
 
 
-def drop_event_dates(qualifiers: dict[str, list[str]], evidence: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
-    """Return the qualifiers without the calendar dates of the customer's event, once they are answered.
+def settled_qualifiers(qualifiers: dict[str, list[str]], evidence: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Return the qualifiers without those the version framing has already answered (the same dict if none).
 
-    A date the question gives for its own event (「2024年5月办的卡」) asks for the rule in force then;
-    a document in force on that date (``in_force_on_date``, set by :func:`frame_versions`)
-    answers it without writing the date. Without such a document the date stays a qualifier.
+    - A version asked by name (「旧版」) is answered once the old version is in force
+      (``version_frame`` ``in_force_old``): its words need not stand in the unit.
+    - A date the question gives for its own event (「2024年5月办的卡」) asks for the rule in force
+      then; a document in force on that date (``in_force_on_date``) answers it without writing
+      the date. Without such a document the date stays a qualifier.
     """
-    if not any(e.get("in_force_on_date") for e in evidence):
+    drop_version = bool(qualifiers.get("version")) and any(e.get("version_frame") == IN_FORCE_OLD for e in evidence)
+    dated = any(e.get("in_force_on_date") for e in evidence)
+    if not drop_version and not dated:
         return qualifiers
-    periods = [v for v in qualifiers.get("period", []) if not _CALENDAR_VALUE_RE.match(v)]
-    out = {k: v for k, v in qualifiers.items() if k != "period"}
+    out = {k: v for k, v in qualifiers.items() if not (k == "version" and drop_version) and k != "period"}
+    periods = [v for v in qualifiers.get("period", []) if not (dated and _CALENDAR_VALUE_RE.match(v))]
     return {**out, "period": periods} if periods else out
 
 

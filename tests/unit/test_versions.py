@@ -20,9 +20,9 @@ from strategies.rules.verify import RulesClaimChecker
 from strategies.rules.versions import (
     IN_FORCE_OLD,
     NOT_YET_IN_FORCE,
-    drop_event_dates,
     frame_versions,
     question_event,
+    settled_qualifiers,
     version_note,
 )
 
@@ -150,9 +150,9 @@ def test_the_events_date_stays_a_qualifier_until_a_document_in_force_then_answer
     qualifiers = {"period": ["2025年10月", "双11"], "tier": ["金卡"]}
     later = frame_versions([NEW], "2025年10月办的年卡会员，每年可申请冻结几次", TODAY)  # in force only later
     assert not any(e.get("in_force_on_date") for e in later)
-    assert drop_event_dates(qualifiers, later) == qualifiers
+    assert settled_qualifiers(qualifiers, later) == qualifiers
     framed = frame_versions([NEW, OLD], "2025年10月办的年卡会员，每年可申请冻结几次", TODAY)
-    assert drop_event_dates(qualifiers, framed) == {"period": ["双11"], "tier": ["金卡"]}  # a sale is no date
+    assert settled_qualifiers(qualifiers, framed) == {"period": ["双11"], "tier": ["金卡"]}  # a sale is no date
 
 
 def test_the_rerank_node_frames_versions_as_of_the_contexts_day():
