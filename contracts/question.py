@@ -80,6 +80,9 @@ class Question(TypedDict):
             「天」 of 「每天最多付多少」), or ``""``.
         excluded: Qualifier values the question negates (「Plus」 of 「我不是Plus」): evidence
             scoped to one of them does not answer.
+        written: The customer's money wording read as the knowledge base writes it
+            (「收钱」 → 「收费|收取」, an alternation), so the coverage gate reads the same
+            words as the answerability gate.
 
     """
 
@@ -97,6 +100,7 @@ class Question(TypedDict):
     measure: str
     per: NotRequired[str]
     excluded: NotRequired[list[str]]
+    written: NotRequired[dict[str, str]]
 
 
 def empty_question(text: str = "") -> Question:

@@ -267,6 +267,28 @@ def dropped_sentences(feedback: list[str]) -> set[str]:
     return {strip_citations(f).strip(_TERMINATORS) for f in feedback}
 
 
+def written_terms(analysis: Question) -> QuestionTerms | None:
+    """Return the analysis's lexical view with its gate terms read as the knowledge base writes them.
+
+    A gate term the analysis rewrote (``Question["written"]``: 「收钱」 read as 「收费|收取」)
+    counts as the knowledge base's words, so the coverage gate and the answerability gate read
+    one question. (Handing the gate the segmentation repairs as well was measured: it let one
+    must-decline question through on a foreign KB, so only the money wording is handed over.)
+    """
+    terms = analysis.get("terms")
+    written = analysis.get("written") or {}
+    if terms is None or not written:
+        return terms
+    gate_terms: dict[str, float] = {}
+    for term, weight in terms["gate_terms"].items():
+        word = written.get(term, term)
+        if word:
+            gate_terms[word] = max(gate_terms.get(word, 0.0), weight)
+    view = terms.copy()
+    view["gate_terms"] = gate_terms
+    return view
+
+
 def tool_failed(evidence: list[Evidence]) -> bool:
     """Return True when a tool result of this turn is not valid (failed, empty, cut off)."""
     return any(not e.get("result", {}).get("valid") for e in evidence if e.get("kind") == "tool")
@@ -315,7 +337,7 @@ def compose_with_gate(question: str, queries: list[str], evidence: list[Evidence
                                   min_bigram=gate.min_bigram, min_dense=gate.min_dense,
                                   semantic_share=gate.semantic_share,
                                   accept=answer_gate.accepts if answer_gate is not None else None,
-                                  terms=analysis.get("terms") if analysis is not None else None)
+                                  terms=written_terms(analysis) if analysis is not None else None)
         by_id = {str(e.get("id")): e for e in evidence} if analysis is not None and analysis["slot"] == "yesno" else {}
         framed = {str(e.get("id")) for e in evidence if e.get("version_frame") == IN_FORCE_OLD}
         if any(eid in framed for _, eid in picked):

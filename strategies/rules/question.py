@@ -786,6 +786,50 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
     return out
 
 
+# A customer names a charge by its money (「收钱」「退钱」「扣啥」「多交」, 「油钱」); a policy writes the
+# verb with a money morpheme (收费, 退款, 扣除, 加收) or the noun with 「费」 (油费).
+_MONEY_WORDING_RE = re.compile(r"(多)?([\u4e00-\u9fff])(钱|啥|多少)|多([\u4e00-\u9fff])")
+_MONEY_SUFFIXES = "费款取还除"
+_MONEY_PREFIXES = "加另收缴"
+
+
+def written_money_terms(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str, str]:
+    """Return {term: the knowledge base's words for it} for the customer's money wording.
+
+    A term the knowledge base never uses that is a verb with 「钱」「啥」 or 「多少」 (「收钱」
+    「扣啥」), a verb after 「多」 (「多交」) or a noun with 「钱」 (「油钱」) names the charge the
+    policy writes with a money morpheme: the knowledge base's own words of that verb with one
+    (「收费」「收取」「加收」, 「退款」「退还」) or the noun with 「费」. The value is an
+    alternation (``|``, as ``answerability.ALTERNATIVES``). With none of those words in the
+    knowledge base the term stays as typed. A bare 「费」 is never one of them: 「花钱买」 pays
+    for something, it does not ask about a fee, and was measured to let on-topic fees answer it.
+    """
+    if vocab is None or not vocab.texts:
+        return {}
+    out: dict[str, str] = {}
+    for term in terms:
+        match = _MONEY_WORDING_RE.fullmatch(term)
+        if match is None or vocab.document_frequency(term):
+            continue
+        verb = match.group(2) or match.group(4)
+        if match.group(3) == "钱" and not match.group(1) and not _is_verb_char(verb):
+            words = [verb + "费"]  # 「油钱」: the noun's fee
+        else:
+            words = [verb + c for c in _MONEY_SUFFIXES] + [c + verb for c in _MONEY_PREFIXES if c != verb]
+        used = [w for w in words if vocab.writes_as_word(w)]
+        if used:
+            out[term] = "|".join(dict.fromkeys(used))  # answerability.ALTERNATIVES
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _is_verb_char(char: str) -> bool:
+    import jieba.posseg as pseg
+
+    pairs = list(pseg.cut(char, HMM=False))
+    return bool(pairs) and pairs[0].flag.startswith("v")
+
+
 MAX_RECUT_CHARS = 4  # the longest knowledge-base word a re-cut term may become
 _COUNTED_BEFORE_RE = re.compile(r"(?:\d|[一二两三四五六七八九十几]|多少)$")
 
@@ -824,6 +868,19 @@ def _kb_recut(norm: str, term: str, vocab: Vocabulary) -> str | None:
     return best[2] if best else None
 
 
+COMMON_WORD_FREQ = 10  # jieba dictionary count from which a typed word is a word, not a slip of the keyboard
+
+
+def _dictionary_frequency(word: str) -> int:
+    """Return jieba's dictionary count of ``word`` (0 when it is not listed)."""
+    import jieba
+
+    from knowledge.normalize import _tokenizer
+
+    _tokenizer()
+    return int(jieba.dt.FREQ.get(word) or 0)
+
+
 def repair_homophones(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str, str]:
     """Return {term: the knowledge base's word} for terms typed with a wrong character of the same sound.
 
@@ -840,6 +897,8 @@ def repair_homophones(terms: Sequence[str], vocab: Vocabulary | None) -> dict[st
     for term in terms:
         if len(term) < 2 or not all(_HAN_RE.match(c) for c in term) or vocab.document_frequency(term):
             continue
+        if _dictionary_frequency(term) >= COMMON_WORD_FREQ:
+            continue  # 「邮费」「开车」: a word in common use is what the customer meant, not a slip
         found: list[tuple[int, str]] = []
         for i, char in enumerate(term):
             for sound in char_sounds(char):
@@ -1015,13 +1074,22 @@ def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,
     negated = _negated(bare, quals)
     tokens, subject = _subject_terms(_REPORT_FRAME_RE.sub("", bare) if confirmed else bare, quals)
     mended = mend_segmentation(bare, subject, vocab)
-    subject = list(dict.fromkeys(mended.get(t, t) for t in subject if mended.get(t, t)))
+    money = written_money_terms([mended.get(t, t) for t in subject], vocab)
+
+    def written(term: str) -> str:
+        word = mended.get(term, term)
+        return money.get(word, word) if word else ""
+
+    subject = list(dict.fromkeys(written(t) for t in subject if written(t)))
     quals = {k: [v for v in vals if v not in negated] for k, vals in quals.items()}
     quals = {k: v for k, v in quals.items() if v}
     for kind, values in _fact_qualifiers(facts).items():
         quals.setdefault(kind, values)
+    anchors = question_anchors(first, slot, quals)
+    money.update(written_money_terms([mended.get(a, a) for a in anchors], vocab))
     return Question(text=raw, norm=norm, tokens=tokens, slot=slot, subject_terms=subject,
                     qualifiers=quals, order_ids=list(dict.fromkeys(order_ids)), parts=parts,
-                    anchors=[mended.get(a, a) for a in question_anchors(first, slot, quals) if mended.get(a, a)],
+                    anchors=[written(a) for a in anchors if written(a)],
                     bound=question_bound(first),
-                    measure=measure, per=question_per(first, slot), excluded=negated)
+                    measure=measure, per=question_per(first, slot), excluded=negated,
+                    written={t: written(t) for t in money})

@@ -29,6 +29,7 @@ from strategies.rules.question import (
     build_vocabulary,
     mend_segmentation,
     repair_homophones,
+    written_money_terms,
 )
 
 _GYM_TEXTS = [
@@ -529,3 +530,37 @@ def test_a_verb_or_determiner_with_the_classifier_ge_names_nothing_new():
     assert mend_segmentation("想租个储物柜多少钱", ["租个", "储物柜"], vocab) == {"租个": ""}
     assert mend_segmentation("同一个会员能租几次储物柜", ["同一个", "会员", "储物柜"], vocab) == {"同一个": "同一"}
 
+
+
+def test_a_word_in_common_use_is_never_respelt_as_the_kbs_homophone():
+    vocab = build_vocabulary([["场馆须知", "存包"]], ["会员可在前台存包。", "储物柜押金50元，油费另计。"])
+    assert repair_homophones(["邮费"], vocab) == {}  # a dictionary word, though 「油费」 sounds the same
+    assert repair_homophones(["押进"], vocab) == {"押进": "押金"}  # no such word: a slip of the keyboard
+
+
+@pytest.fixture
+def fee_vocab():
+    return build_vocabulary([["会员手册", "收费标准"], ["会员手册", "退卡"], ["会员手册", "停车"]],
+                            ["超时使用储物柜按每小时5元加收费用。", "场馆收取每次10元的毛巾费。",
+                             "退卡时按剩余天数退还卡费，已赠送的课时不退款。", "停车费每小时6元。"])
+
+
+@pytest.mark.parametrize(("typed", "written"), [
+    ("收钱", {"收取", "加收"}), ("退钱", {"退还", "退款"}), ("停车钱", None), ("多收", {"收取", "加收"}),
+])
+def test_the_customers_money_wording_reads_as_the_kbs_charge_words(fee_vocab, typed, written):
+    out = written_money_terms([typed], fee_vocab)
+    assert (set(out[typed].split("|")) if typed in out else None) == written
+
+
+def test_a_money_word_the_kb_never_writes_stays_as_typed(fee_vocab):
+    assert written_money_terms(["扣钱"], fee_vocab) == {}  # no 扣费/扣款/扣除 here
+    assert written_money_terms(["收取"], fee_vocab) == {}  # the KB's own word
+    assert written_money_terms(["收钱"], None) == {}
+
+
+def test_a_question_in_money_wording_binds_the_unit_that_states_the_charge(fee_vocab):
+    question = analyze_question("储物柜超时了要收钱吗", vocab=fee_vocab)
+    assert "收钱" not in question["subject_terms"] and question["written"]["收钱"]
+    assert judge_unit(question, _unit("超时使用储物柜按每小时5元加收费用。", "收费标准"), vocab=fee_vocab).answers
+    assert not judge_unit(question, _unit("储物柜每天开放至22点。", "开放时间"), vocab=fee_vocab).answers
