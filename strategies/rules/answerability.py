@@ -254,6 +254,27 @@ def _header_unit_kind(unit: str) -> str:
     return "duration" if re.fullmatch(_TIME_UNIT, unit.split("/")[0]) else "count"
 
 
+_HEADING_UNIT_RE = re.compile(r"单位[：:]\s*(?P<unit>[^（）()，,；;：:\s]{1,6})")
+_PRICE_HEADING_RE = re.compile(r"价格|价目|价格表|收费标准|费用标准|资费|租金|票价|费率表")
+_BARE_CELL_RE = re.compile(r"[：:]\s*(?P<num>\d+(?:\.\d+)?)(?![\d.%‰]|\s*[\u4e00-\u9fffA-Za-z])")
+
+
+def _heading_unit_fillers(slot: Slot | str, unit: Unit) -> tuple[Filler, ...]:
+    """Return the bare numbers of a table row whose heading gives their unit.
+
+    A table under 「二类城市（单位：元/天）」 or under a heading that names prices (「月租价格」,
+    「费用标准」) lists amounts in bare cells (「租 1–2个月：2680」), the way a unit in a column
+    header does (:data:`_HEADER_UNIT_RE`); the kind follows the unit, never a yes or no.
+    """
+    headings = " ".join(_norm(h) for h in unit.context)
+    match = _HEADING_UNIT_RE.search(headings)
+    kind = _header_unit_kind(match.group("unit")) if match else "amount" if _PRICE_HEADING_RE.search(headings) else ""
+    if not kind or slot not in _HEADER_UNIT_SLOTS[kind]:
+        return ()
+    norm = _norm(unit.text)
+    return tuple(Filler(str(slot), m.group("num"), m.start("num"), m.end("num")) for m in _BARE_CELL_RE.finditer(norm))
+
+
 # Generic date words that alone do not answer 「什么时候」 (they only qualify another filler).
 _WEAK_DATE = frozenset({"之前", "之后", "以前", "以后", "起", "前", "后"})
 _PERSON_TAGS = frozenset({"nr", "nrt", "nrfg", "nt", "nz"})
@@ -937,6 +958,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     asked = slot or question["slot"]
     dims = vocab.dimensions if vocab else {}
     fillers = tuple(slot_fillers(asked, unit.text))
+    if not fillers and unit.row and asked in VALUE_SLOTS:
+        fillers = _heading_unit_fillers(asked, unit)
     if not fillers and asked == "yesno":
         fillers = _negated_predicate(question["norm"], unit.text)
     if not fillers and asked == "yesno" and unit.context and _is_list_item(unit):
@@ -1477,9 +1500,25 @@ def _cell_fillers(fillers: Sequence[Filler], unit: Unit, terms: Sequence[str]) -
 
 
 def _anchored(unit: Unit, anchors: Sequence[str]) -> bool:
-    """Return True when an anchor occurs in the unit or its title and heading path."""
+    """Return True when an anchor occurs in the unit or its title and heading path, or its value does.
+
+    An anchor that names the kind of a value is carried by a value of that kind: 「有折扣吗」 by
+    「9折」, 「要钱吗」「收费吗」 by an amount of money or a statement that it is free.
+    """
     text = _norm(unit.text + " " + " ".join(unit.context))
-    return any(_term_present(a, text) for a in anchors)
+    if any(_term_present(a, text) for a in anchors):
+        return True
+    body = _norm(unit.text)
+    if any(_DISCOUNT_ANCHOR_RE.fullmatch(a) for a in anchors) and _DISCOUNT_VALUE_RE.search(body):
+        return True
+    return any(_CHARGE_ANCHOR_RE.fullmatch(a) for a in anchors) and bool(_FREE_RE.search(body) or _MONEY_VALUE_RE.search(body))
+
+
+_DISCOUNT_ANCHOR_RE = re.compile(r"折扣|打折|折")
+_DISCOUNT_VALUE_RE = re.compile(r"\d+(?:\.\d+)?\s*折")
+_CHARGE_ANCHOR_RE = re.compile(r"(?:[要收加花掏付交补]|多[收交付])钱|收费|要费用|[加另]收|扣钱")
+_FREE_RE = re.compile(r"免费|不收|免收|不另收|不额外收|不加收")
+_MONEY_VALUE_RE = re.compile(r"\d\s*(?:万元|元|块|美元|港元|欧元|日元|英镑)|[¥￥]\s*\d")
 
 
 # 「几个人」 counts people: a value in any classifier of people answers it (「3个不同机主」「2位」「5名」).

@@ -521,8 +521,16 @@ def test_a_bare_number_takes_its_unit_from_the_column_header():
     assert not _answers_row("瑜伽课可以带朋友吗", row)  # a bare number answers no yes-no question
 
 
-def _answers_row(question: str, text: str) -> bool:
-    return judge_unit(analyze_question(question), _row(text, "课程价格表")).answers
+def _answers_row(question: str, text: str, heading: str = "课程价格表") -> bool:
+    return judge_unit(analyze_question(question), _row(text, heading)).answers
+
+
+@pytest.mark.parametrize("heading", ["私教课价格", "私教课（单位：元/节）"])
+def test_a_bare_number_takes_its_unit_from_the_heading_over_its_table(heading):
+    row = "课程：瑜伽私教，单次：300，10次卡：2800"
+    assert _answers_row("瑜伽私教单次多少钱", row, heading)
+    assert not _answers_row("瑜伽私教单次多少钱", row, "私教课安排")  # no unit, no price: a bare number
+    assert not _answers_row("瑜伽私教可以带朋友吗", row, heading)  # never a yes or no
 
 
 def test_a_verb_or_determiner_with_the_classifier_ge_names_nothing_new():

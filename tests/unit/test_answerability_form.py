@@ -10,6 +10,7 @@ import pytest
 
 from strategies.rules.answerability import (
     Unit,
+    _anchored,
     _quantities,
     answerability,
     judge_unit,
@@ -429,3 +430,13 @@ def test_values_after_a_colon_belong_to_what_the_clause_before_it_introduces():
 def test_a_phone_number_question_is_answered_only_by_a_number_to_dial(question):
     assert _answers(question, "预约热线：021-5555-0100，前台电话号码：13800001111。", "联系我们")
     assert not _answers(question, "预约热线服务时间为每天8:00至20:00，每次通话收费0元，最多转接3次。", "联系我们")
+
+
+@pytest.mark.parametrize(("anchor", "answering", "silent"), [
+    ("折扣", "年卡会员续卡享9折。", "年卡会员续卡须在到期前办理。"),
+    ("收钱", "私教课改约每次收取20元。", "私教课改约须提前一天。"),
+    ("要钱", "私教课改约免费。", "私教课改约须提前一天，最多改约3次。"),
+])
+def test_an_anchor_naming_the_kind_of_value_is_carried_by_such_a_value(anchor, answering, silent):
+    assert _anchored(_unit(answering, "私教课与会员卡"), [anchor])
+    assert not _anchored(_unit(silent, "私教课与会员卡"), [anchor])
