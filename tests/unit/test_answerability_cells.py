@@ -572,3 +572,20 @@ def test_a_question_in_money_wording_binds_the_unit_that_states_the_charge(fee_v
     assert "收钱" not in question["subject_terms"] and question["written"]["收钱"]
     assert judge_unit(question, _unit("超时使用储物柜按每小时5元加收费用。", "收费标准"), vocab=fee_vocab).answers
     assert not judge_unit(question, _unit("储物柜每天开放至22点。", "开放时间"), vocab=fee_vocab).answers
+
+
+def test_the_coverage_gate_reads_the_money_wording_as_the_answerability_gate_does():
+    from strategies.rules.answer import Gate, compose_offline, question_terms
+
+    text = "退卡时按剩余天数退还卡费。"
+    chunk = {"id": "gym#1", "doc_id": "gym", "title": "会员手册", "heading_path": ["会员手册", "收费"],
+             "text": text, "kind": "chunk"}
+    vocab = build_vocabulary([["会员手册", "收费"]], ["会员手册 收费 " + text, "会员手册 退卡 已赠送课时不退款。"])
+    question = "退卡能退钱吗"
+    analysis = analyze_question(question, vocab=vocab)
+    analysis["terms"] = question_terms(question)
+    draft, reason = compose_offline(question, [question], [chunk], gate=Gate(min_dense=None), analysis=analysis, vocab=vocab)
+    assert reason is None and draft.startswith("退卡时按剩余天数退还卡费")
+    unread = {**analysis, "written": {}}  # the coverage gate on the customer's own word alone declines
+    assert compose_offline(question, [question], [chunk], gate=Gate(min_dense=None), analysis=unread,
+                           vocab=vocab)[1] == "no_evidence"
