@@ -20,6 +20,7 @@ QualifierKind = Literal["region", "tier", "category", "payment", "period", "vers
 Bound = Literal["max", "min", ""]
 QUALIFIER_KINDS: tuple[QualifierKind, ...] = ("region", "tier", "category", "payment", "period",
                                               "version", "regime")
+ALTERNATIVES = "|"  # a term written as alternatives (「澳门|港澳线」, 「收费|收取」): any of them binds
 
 
 class QuestionView(TypedDict):
@@ -81,8 +82,8 @@ class Question(TypedDict):
         excluded: Qualifier values the question negates (「Plus」 of 「我不是Plus」): evidence
             scoped to one of them does not answer.
         written: The customer's money wording read as the knowledge base writes it
-            (「收钱」 → 「收费|收取」, an alternation), so the coverage gate reads the same
-            words as the answerability gate.
+            (「收钱」 → 「收费|收取」, joined by :data:`ALTERNATIVES`), so the coverage gate reads
+            the same words as the answerability gate.
 
     """
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, cast
 
-from contracts.question import Question, Slot
+from contracts.question import ALTERNATIVES, Question, Slot
 from knowledge.gazetteer import (
     containers_of,
     foreign_mentions,
@@ -42,6 +42,7 @@ from strategies.rules.question import (
     MIN_ANCHOR_IDF,
     Vocabulary,
     _general_idf,
+    _is_verb_char,
     _words,
     asking_clause,
     word_edges,
@@ -244,7 +245,8 @@ _FILLER_RES: dict[str, tuple[re.Pattern[str], ...]] = {
 _HEADER_UNIT_RE = re.compile(r"[（(](?P<unit>[^（）()：:，,]{1,6})[)）][：:]\s*(?P<num>\d+(?:\.\d+)?)(?![\d.]|\s*[\u4e00-\u9fff%‰])")
 _HEADER_UNIT_SLOTS = {"amount": ("amount", "count"), "duration": ("duration", "date", "count"),
                       "count": ("count",)}  # a bare number says no yes or no
-_MONEY_UNIT_RE = re.compile(r"^(?:万元|元|块|美元|港元|欧元|日元|英镑|人民币)(?:/|$)")
+_MONEY_UNITS = "万元|元|块|美元|港元|欧元|日元|英镑"
+_MONEY_UNIT_RE = re.compile(rf"^(?:{_MONEY_UNITS}|人民币)(?:/|$)")
 
 
 def _header_unit_kind(unit: str) -> str:
@@ -346,7 +348,6 @@ PARTIAL_SHARE = 0.67  # a long term counts as present when this share of its big
 
 _LATIN_TERM_RE = re.compile(r"[a-z][a-z0-9\-]*")
 _LATIN_GLUE_RE = re.compile(r"(?<=[a-z0-9])[\s\-_·.]+(?=[a-z0-9])")
-ALTERNATIVES = "|"  # 「澳门|港澳线」: a term any of whose alternatives binds
 
 
 def _term_present(term: str, text: str) -> bool:
@@ -371,7 +372,7 @@ def _term_present(term: str, text: str) -> bool:
         grams = [term[i:i + 2] for i in range(len(term) - 1)]
         if sum(1 for g in grams if g in text) / len(grams) >= PARTIAL_SHARE:
             return True
-        return len(term) == 3 and term[1:] in text and _verb_initial(term)  # 「补差价」 → 「差价」
+        return len(term) == 3 and term[1:] in text and _is_verb_char(term[0])  # 「补差价」 → 「差价」
     return False
 
 
@@ -397,15 +398,6 @@ def _char_word_present(char: str, text: str) -> bool:
     """
     edges = word_edges(text, hmm=False)
     return any(ch == char and (i in edges or i + 1 in edges) for i, ch in enumerate(text))
-
-
-@lru_cache(maxsize=8192)
-def _verb_initial(term: str) -> bool:
-    """Return True for a verb-object compound whose first character is a verb (「补差价」「退运费」)."""
-    import jieba.posseg as pseg
-
-    pairs = list(pseg.cut(term[0], HMM=False))
-    return bool(pairs) and pairs[0].flag.startswith("v")
 
 
 @dataclass(frozen=True)
@@ -1518,7 +1510,7 @@ _DISCOUNT_ANCHOR_RE = re.compile(r"折扣|打折|折")
 _DISCOUNT_VALUE_RE = re.compile(r"\d+(?:\.\d+)?\s*折")
 _CHARGE_ANCHOR_RE = re.compile(r"(?:[要收加花掏付交补]|多[收交付])钱|收费|要费用|[加另]收|扣钱")
 _FREE_RE = re.compile(r"免费|不收|免收|不另收|不额外收|不加收")
-_MONEY_VALUE_RE = re.compile(r"\d\s*(?:万元|元|块|美元|港元|欧元|日元|英镑)|[¥￥]\s*\d")
+_MONEY_VALUE_RE = re.compile(rf"\d\s*(?:{_MONEY_UNITS})|[¥￥]\s*\d")
 
 
 # 「几个人」 counts people: a value in any classifier of people answers it (「3个不同机主」「2位」「5名」).

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from contracts.evidence import Evidence
-from contracts.question import QuestionView
+from contracts.question import ALTERNATIVES, QuestionView
 from knowledge.gazetteer import province_of
 from knowledge.normalize import tokenize
 from strategies.rules.claims import extract_facts, table_rows
@@ -229,8 +229,8 @@ def term_in(term: str, text: str) -> bool:
     Policies list delivery times and fees by province while customers name their city: in
     「寄到大连多久」 the term 「大连」 is covered by a row that says 「辽宁」.
     """
-    if "|" in term:  # an alternation of the knowledge base's words (``Question["written"]``)
-        return any(term_in(t, text) for t in term.split("|") if t)
+    if ALTERNATIVES in term:  # the knowledge base's words for a customer's (``Question["written"]``)
+        return any(term_in(t, text) for t in term.split(ALTERNATIVES) if t)
     if term in text:
         return True
     province = province_of(term)

@@ -29,7 +29,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from contracts.facts import Fact
-from contracts.question import Bound, Question, Slot
+from contracts.question import ALTERNATIVES, Bound, Question, Slot
 from knowledge.gazetteer import containers_of, country_of, group_holds, province_of
 from knowledge.normalize import normalize_text
 
@@ -800,7 +800,7 @@ def written_money_terms(terms: Sequence[str], vocab: Vocabulary | None) -> dict[
     「扣啥」), a verb after 「多」 (「多交」) or a noun with 「钱」 (「油钱」) names the charge the
     policy writes with a money morpheme: the knowledge base's own words of that verb with one
     (「收费」「收取」「加收」, 「退款」「退还」) or the noun with 「费」. The value is an
-    alternation (``|``, as ``answerability.ALTERNATIVES``). With none of those words in the
+    alternation (:data:`contracts.question.ALTERNATIVES`). With none of those words in the
     knowledge base the term stays as typed. A bare 「费」 is never one of them: 「花钱买」 pays
     for something, it does not ask about a fee, and was measured to let on-topic fees answer it.
     """
@@ -818,12 +818,13 @@ def written_money_terms(terms: Sequence[str], vocab: Vocabulary | None) -> dict[
             words = [verb + c for c in _MONEY_SUFFIXES] + [c + verb for c in _MONEY_PREFIXES if c != verb]
         used = [w for w in words if vocab.writes_as_word(w)]
         if used:
-            out[term] = "|".join(dict.fromkeys(used))  # answerability.ALTERNATIVES
+            out[term] = ALTERNATIVES.join(dict.fromkeys(used))
     return out
 
 
 @lru_cache(maxsize=1024)
 def _is_verb_char(char: str) -> bool:
+    """Return True when jieba tags ``char`` alone as a verb (「收」 of 「收钱」, 「补」 of 「补差价」)."""
     import jieba.posseg as pseg
 
     pairs = list(pseg.cut(char, HMM=False))
@@ -871,16 +872,6 @@ def _kb_recut(norm: str, term: str, vocab: Vocabulary) -> str | None:
 COMMON_WORD_FREQ = 10  # jieba dictionary count from which a typed word is a word, not a slip of the keyboard
 
 
-def _dictionary_frequency(word: str) -> int:
-    """Return jieba's dictionary count of ``word`` (0 when it is not listed)."""
-    import jieba
-
-    from knowledge.normalize import _tokenizer
-
-    _tokenizer()
-    return int(jieba.dt.FREQ.get(word) or 0)
-
-
 def repair_homophones(terms: Sequence[str], vocab: Vocabulary | None) -> dict[str, str]:
     """Return {term: the knowledge base's word} for terms typed with a wrong character of the same sound.
 
@@ -893,11 +884,14 @@ def repair_homophones(terms: Sequence[str], vocab: Vocabulary | None) -> dict[st
     """
     if vocab is None or not vocab.texts:
         return {}
+    from knowledge.normalize import _tokenizer
+
+    freq: dict[str, int] = _tokenizer().FREQ
     out: dict[str, str] = {}
     for term in terms:
         if len(term) < 2 or not all(_HAN_RE.match(c) for c in term) or vocab.document_frequency(term):
             continue
-        if _dictionary_frequency(term) >= COMMON_WORD_FREQ:
+        if freq.get(term, 0) >= COMMON_WORD_FREQ:
             continue  # 「邮费」「开车」: a word in common use is what the customer meant, not a slip
         found: list[tuple[int, str]] = []
         for i, char in enumerate(term):
