@@ -200,6 +200,10 @@ def parse_conversation(number: int, raw: str) -> Conversation:
     if not any(t["role"] == "user" and t["content"].strip() for t in clean):
         raise ValueError("no non-empty user turn")
     safe_id, safe_user = clean_text(str(cid)), clean_text(user_id)
+    if not safe_id.strip():  # only characters that cleaning removes (controls, invisible marks)
+        raise ValueError('"conversation_id" must be a non-empty string')
+    if not safe_user.strip():
+        raise ValueError('"user_id" must be a non-empty string when given')
     repaired = safe_id != str(cid) or safe_user != user_id or any(
         c["content"] != t["content"] for c, t in zip(clean, turns, strict=True))
     return Conversation(number, safe_id, safe_user, clean, repaired=repaired)

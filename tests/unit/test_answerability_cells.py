@@ -589,3 +589,16 @@ def test_the_coverage_gate_reads_the_money_wording_as_the_answerability_gate_doe
     unread = {**analysis, "written": {}}  # the coverage gate on the customer's own word alone declines
     assert compose_offline(question, [question], [chunk], gate=Gate(min_dense=None), analysis=unread,
                            vocab=vocab)[1] == "no_evidence"
+
+
+def test_a_measure_word_after_the_asked_number_is_not_a_subject(gym_vocab):
+    # jieba cuts 「多少天才能」 as 多少|天才|能: the asked number's unit and a stray adverb.
+    assert mend_segmentation("会员卡冻结多少天才能解冻", ["天才"], gym_vocab) == {"天才": ""}
+
+
+@pytest.mark.parametrize("text", ["冻结卡是啥意思", "冻结卡是什么意思", "私教课一直不上有什么后果"])
+def test_the_asked_meaning_or_consequence_is_not_a_subject(text, gym_vocab):
+    # 「啥意思」「后果」 name what is asked (a definition, a consequence), as 「意思」 does;
+    # the policy states it without the word, so it must not count as an unknown subject.
+    q = analyze_question(text, [], gym_vocab)
+    assert not {"啥意思", "什么意思", "后果"} & set(q["subject_terms"])

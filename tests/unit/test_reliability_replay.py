@@ -152,3 +152,14 @@ def test_verify_on_deeply_nested_json_is_a_clear_error(tmp_path: Path) -> None:
                    stdin=(json.dumps(item, ensure_ascii=True) + "\n").encode())
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["overall"] in ("pass", "fail", "need_recheck")
+
+
+def test_an_id_that_cleaning_empties_is_refused_with_a_reason() -> None:
+    # A control character is removed by the text cleaning; an id made only of such characters
+    # would leave a conversation without an id (found by the fuzz test).
+    line = json.dumps({"conversation_id": "\x00", "turns": [{"role": "user", "content": "运费多少"}]})
+    with pytest.raises(ValueError, match="conversation_id"):
+        parse_conversation(3, line)
+    line = json.dumps({"conversation_id": "c1", "user_id": "\x7f", "turns": [{"role": "user", "content": "运费多少"}]})
+    with pytest.raises(ValueError, match="user_id"):
+        parse_conversation(3, line)
