@@ -183,10 +183,13 @@ def parse_conversation(number: int, raw: str) -> Conversation:
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
     cid = data.get("conversation_id")
-    if not isinstance(cid, str | int) or not str(cid).strip():
+    # Checked after cleaning: an id made only of characters that cleaning removes is empty.
+    safe_id = clean_text(str(cid)) if isinstance(cid, str | int) else ""
+    if not safe_id.strip():
         raise ValueError('"conversation_id" must be a non-empty string')
     user_id = data.get("user_id", DEFAULT_USER)
-    if not isinstance(user_id, str) or not user_id.strip():
+    safe_user = clean_text(user_id) if isinstance(user_id, str) else ""
+    if not safe_user.strip():
         raise ValueError('"user_id" must be a non-empty string when given')
     turns = data.get("turns")
     if not isinstance(turns, list) or not turns:
@@ -199,11 +202,6 @@ def parse_conversation(number: int, raw: str) -> Conversation:
         clean.append({"role": turn["role"], "content": clean_text(turn["content"])})
     if not any(t["role"] == "user" and t["content"].strip() for t in clean):
         raise ValueError("no non-empty user turn")
-    safe_id, safe_user = clean_text(str(cid)), clean_text(user_id)
-    if not safe_id.strip():  # only characters that cleaning removes (controls, invisible marks)
-        raise ValueError('"conversation_id" must be a non-empty string')
-    if not safe_user.strip():
-        raise ValueError('"user_id" must be a non-empty string when given')
     repaired = safe_id != str(cid) or safe_user != user_id or any(
         c["content"] != t["content"] for c, t in zip(clean, turns, strict=True))
     return Conversation(number, safe_id, safe_user, clean, repaired=repaired)
