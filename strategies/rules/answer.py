@@ -16,7 +16,7 @@ word lists: ``QUESTION_FILLERS``, ``QUERY_STOPWORDS``. A profile may override th
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from strategies.rules.answerability import (
 )
 from strategies.rules.claims import split_units, strip_citations
 from strategies.rules.extract import (
+    best_per_part,
     build_candidates,
     choose,
     content_terms,
@@ -188,6 +189,7 @@ def select_sentences(question: str, queries: list[str], evidence: list[Evidence]
                      min_bigram: float = MIN_BIGRAM_COVERAGE, min_dense: float | None = MIN_DENSE,
                      semantic_share: float = SEMANTIC_SHARE,
                      accept: Callable[[str], bool] | None = None,
+                     parts: Sequence[tuple[str, Callable[[str], bool]]] = (),
                      terms: QuestionTerms | None = None) -> list[tuple[str, str]]:
     """Return up to three (sentence, evidence id) pairs that best answer the question.
 
@@ -208,6 +210,9 @@ def select_sentences(question: str, queries: list[str], evidence: list[Evidence]
         min_dense: Dense cosine for the semantic gate (None disables it).
         semantic_share: Share of ``min_coverage`` the semantic gate requires.
         accept: The answerability gate: only sentences it accepts are candidates.
+        parts: Per part of a multi-part question, (its text, the gate's test for a unit answering
+            it): each answered part gets its own best sentence first
+            (:func:`strategies.rules.extract.best_per_part`).
         terms: The question's lexical view from the turn's analysis (computed here when None).
 
     """
@@ -235,6 +240,9 @@ def select_sentences(question: str, queries: list[str], evidence: list[Evidence]
     score_candidates(question, weighted, candidates, " ".join(queries[1:]), view=terms)
     own_terms = frozenset(t for t, w in weighted.items() if w >= 1.0)
     chosen = choose(candidates, MAX_SENTENCES, required=own_terms, asked=frozenset(terms["asked_types"]))
+    if parts:  # each answered part gets its own best unit first
+        per_part = best_per_part(candidates, parts, lambda text: answer_terms(text, []))
+        chosen = list({id(c): c for c in [*per_part, *chosen]}.values())[:max(MAX_SENTENCES, len(per_part))]
     order = {id(c): i for i, c in enumerate(candidates)}
     groups = list(dict.fromkeys(c.evidence_id for c in chosen))
     chosen.sort(key=lambda c: (groups.index(c.evidence_id), order[id(c)]))
@@ -337,6 +345,8 @@ def compose_with_gate(question: str, queries: list[str], evidence: list[Evidence
                                   min_bigram=gate.min_bigram, min_dense=gate.min_dense,
                                   semantic_share=gate.semantic_share,
                                   accept=answer_gate.accepts if answer_gate is not None else None,
+                                  parts=list(zip(analysis["parts"], answer_gate.part_accepts(), strict=True))
+                                  if answer_gate is not None and analysis is not None else (),
                                   terms=written_terms(analysis) if analysis is not None else None)
         by_id = {str(e.get("id")): e for e in evidence} if analysis is not None and analysis["slot"] == "yesno" else {}
         framed = {str(e.get("id")) for e in evidence if e.get("version_frame") == IN_FORCE_OLD}

@@ -21,9 +21,9 @@ claim binding and attribution live in :mod:`strategies.rules.binding`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, cast
 
 from contracts.question import ALTERNATIVES, Question, Slot
@@ -43,6 +43,7 @@ from strategies.rules.question import (
     Vocabulary,
     _general_idf,
     _is_verb_char,
+    _tagged,
     _words,
     asking_clause,
     word_edges,
@@ -98,6 +99,9 @@ _ITEM_LABEL_RE = re.compile(r"([^：:，,。；;（）()]{1,12})[：:]")
 
 
 _FAQ_QUESTION_RE = re.compile(r"^\*{0,2}\s*(?:问|Q)\s*\d*\s*[:：]\s*(.+?)\s*\*{0,2}$", re.IGNORECASE)
+# A line that is one question and nothing else (「**…可以自己带吗？**」): an FAQ's question without a 「问：」 mark.
+_BARE_QUESTION_RE = re.compile(r"^[^。！？!?；;]+[？?]$")
+_ASKED_PIECE_END = ("？", "?")
 FAQ_ANSWER_RE = re.compile(r"^\*{0,2}\s*(?:答|A)\s*\d*\s*[:：]\s*\*{0,2}\s*", re.IGNORECASE)
 
 
@@ -105,8 +109,10 @@ def _split_text(text: str) -> list[tuple[str, bool, str, str]]:
     """Return (unit text, is table row, item label, FAQ question) of one chunk's text.
 
     The label of a labelled list item (「早场：」) is given for the item's second and later
-    sentences, which do not repeat it. An inline FAQ (「问：…？」 then 「答：…」) gives no unit
-    for its question: the question is the context of the answer's units, as an FAQ heading is.
+    sentences, which do not repeat it. An inline FAQ (「问：…？」 then 「答：…」, or a line that
+    is only a question, then its answer) gives no unit for its question: the question is the
+    context of the answer's units, as an FAQ heading is. A question inside a paragraph states
+    nothing either, so it gives no unit.
     """
     out: list[tuple[str, bool, str, str]] = []
     header: list[str] = []
@@ -115,8 +121,9 @@ def _split_text(text: str) -> list[tuple[str, bool, str, str]]:
     for i, line in enumerate(lines):
         stripped = line.strip()
         asked = _FAQ_QUESTION_RE.match(stripped)
-        if asked:
-            faq = asked.group(1).strip("* ")
+        bare = _LIST_MARK_RE.sub("", stripped).strip("* ")
+        if asked or (not stripped.startswith(("#", "|")) and _BARE_QUESTION_RE.match(bare)):
+            faq = asked.group(1).strip("* ") if asked else bare
             continue
         if stripped.startswith("#"):
             faq = ""
@@ -140,7 +147,7 @@ def _split_text(text: str) -> list[tuple[str, bool, str, str]]:
         label = _ITEM_LABEL_RE.match(_LIST_MARK_RE.sub("", stripped)) if _LIST_MARK_RE.match(stripped) else None
         for n, piece in enumerate(_SENT_SPLIT_RE.split(stripped)):
             piece = _LIST_MARK_RE.sub("", _CITE_RE.sub("", piece or "")).strip()
-            if len(piece) >= MIN_UNIT_CHARS and not piece.endswith(("：", ":")):
+            if len(piece) >= MIN_UNIT_CHARS and not piece.endswith(("：", ":", *_ASKED_PIECE_END)):
                 out.append((piece, False, label.group(1) if label and n else "", faq))
     return out
 
@@ -906,6 +913,18 @@ def _is_example(unit: Unit) -> bool:
     return bool(_EXAMPLE_HEADING_RE.search(" ".join(unit.context[1:])))
 
 
+def _topic_of(subject: Sequence[str]) -> list[str]:
+    """Return the subject terms without the predicate that ends them (游泳馆, 开门 → 游泳馆).
+
+    An elliptical part 「…？一次多少钱」 asks about what the first part is about, not about what
+    the first part asks that thing does; a predicate inside the subject stays (it may qualify it).
+    """
+    terms = list(subject)
+    while len(terms) > 1 and not _is_nominal(terms[-1]):
+        terms.pop()
+    return terms
+
+
 def _prefer_rules(verdicts: Sequence[UnitVerdict]) -> tuple[UnitVerdict, ...]:
     """Return the verdicts with worked examples set aside when a stated rule answers too."""
     if not any(v.answers and not _is_example(v.unit) for v in verdicts):
@@ -927,15 +946,36 @@ def _asked_verb(question: str) -> str:
     return match.group(1) if match and match.group(1) not in _NOT_VERBS else ""
 
 
-def _negated_predicate(question: str, text: str) -> tuple[Filler, ...]:
-    """Return the negated asked verb of a yes-no question in ``text`` (「不转让」 for 「能转让吗」).
+@lru_cache(maxsize=1024)
+def _asked_predicate(question: str) -> tuple[str, ...]:
+    """Return the words after a yes-no question's modal (「能往后顺延吗」 → 往后, 顺延), ``()`` when none.
 
-    A rule that says 「不」 + the very verb the question asks about answers it (no), whatever
-    the verb: the general polarity words (「不能」「不支持」…) do not list every verb.
+    The first is the asked verb (:func:`_asked_verb`); an adverb may stand before the verb.
     """
     verb = _asked_verb(question)
-    found = re.search(f"(?:不|无法|不再)(?:予以?)?{re.escape(verb)}", _norm(text)) if verb else None
-    return (Filler("yesno", found.group(0), found.start(), found.end()),) if found else ()
+    if not verb:
+        return ()
+    rest = question[next(m.start(1) for m in _ASKED_VERB_RE.finditer(question) if m.group(1) == verb):]
+    verbs = [w for w, tag in _tagged(rest)[:MAX_PREDICATE_WORDS] if tag.startswith("v") and len(w) >= 2]
+    return tuple(dict.fromkeys([verb, *verbs]))
+
+
+MAX_PREDICATE_WORDS = 3  # words of a yes-no question's predicate after its modal (an adverb, then the verb)
+
+
+def _negated_predicate(question: str, text: str) -> tuple[Filler, ...]:
+    """Return the negated asked predicate of a yes-no question in ``text`` (「不转让」 for 「能转让吗」).
+
+    A rule that says 「不」 + the very verb the question asks about (or a word of its predicate:
+    「不顺延」 for 「能往后顺延吗」) answers it (no), whatever the verb: the general polarity
+    words (「不能」「不支持」…) do not list every verb.
+    """
+    norm = _norm(text)
+    for word in _asked_predicate(question):
+        found = re.search(f"(?:不|无法|不再)(?:予以?)?{re.escape(word)}", norm)
+        if found:
+            return (Filler("yesno", found.group(0), found.start(), found.end()),)
+    return ()
 
 
 def _states_limit(unit: Unit) -> bool:
@@ -954,7 +994,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers = _heading_unit_fillers(asked, unit)
     if not fillers and asked == "yesno":
         fillers = _negated_predicate(question["norm"], unit.text)
-    if not fillers and asked == "yesno" and unit.context and _is_list_item(unit):
+    if not fillers and asked == "yesno" and unit.context and _is_list_item(unit) \
+            and not unit.context[-1].endswith(_ASKED_PIECE_END):  # an FAQ's question asks, it does not state
         fillers = tuple(slot_fillers(asked, unit.context[-1]))  # 「不适用…的商品」 over its items
     if asked == "count" and _CLASSIFIED_COUNT_RE.search(question["norm"]):
         fillers = tuple(f for f in fillers if _COUNT_RE.fullmatch(f.text))
@@ -1256,6 +1297,7 @@ class AnswerGate:
 
     verdicts: tuple[UnitVerdict, ...]
     parts_covered: tuple[bool, ...] = ()
+    part_units: tuple[tuple[str, ...], ...] = ()  # per part of a multi-part question: its answering units' texts
 
     @property
     def answering(self) -> list[UnitVerdict]:
@@ -1282,8 +1324,17 @@ class AnswerGate:
 
     def accepts(self, text: str) -> bool:
         """Return True when ``text`` is (or contains) an answering unit's text."""
-        plain = _CITE_RE.sub("", text).strip(" 。；;，,")
-        return any(v.unit.text.strip(" 。；;，,") in plain or plain in v.unit.text for v in self.answering)
+        return _holds_unit(text, [v.unit.text for v in self.answering])
+
+    def part_accepts(self) -> list[Callable[[str], bool]]:
+        """Return, per part of a multi-part question, :meth:`accepts` for that part alone."""
+        return [partial(_holds_unit, units=texts) for texts in self.part_units]
+
+
+def _holds_unit(text: str, units: Sequence[str]) -> bool:
+    """Return True when ``text`` is (or contains) one of the unit texts ``units``."""
+    plain = _CITE_RE.sub("", text).strip(" 。；;，,")
+    return any(u.strip(" 。；;，,") in plain or plain in u for u in units)
 
 
 def unknown_terms(question: Question, vocab: Vocabulary | None) -> list[str]:
@@ -1642,6 +1693,7 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
     verdicts = _judge_units(question, units, vocab, weights, check_unknown=not question["parts"],
                             min_share=min_share)
     covered: list[bool] = []
+    answering: list[tuple[str, ...]] = []
     if question["parts"]:
         from strategies.rules.question import analyze_question  # noqa: PLC0415
 
@@ -1649,12 +1701,13 @@ def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,
             sub = analyze_question(part, vocab=vocab)
             sub["qualifiers"] = {**question["qualifiers"], **sub["qualifiers"]}
             if not sub["subject_terms"]:  # 「…？最晚几点关」: an elliptical part asks about the first one's subject
-                sub["subject_terms"] = list(question["subject_terms"])
+                sub["subject_terms"] = _topic_of(question["subject_terms"])
             part_verdicts = _judge_units(sub, units, vocab, None, check_unknown=True, min_share=min_share)
             covered.append(any(v.answers for v in part_verdicts))
+            answering.append(tuple(v.unit.text for v in _prefer_rules(part_verdicts) if v.answers))
             verdicts = [a if a.answers or not b.answers else b
                         for a, b in zip(verdicts, part_verdicts, strict=True)]
-    return AnswerGate(_prefer_rules(verdicts), tuple(covered))
+    return AnswerGate(_prefer_rules(verdicts), tuple(covered), tuple(answering))
 
 
 

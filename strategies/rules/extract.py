@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from contracts.evidence import Evidence
 from contracts.question import ALTERNATIVES, QuestionView
@@ -351,6 +351,26 @@ def choose(candidates: list[Candidate], max_units: int = 3, *, required: frozens
                 and room_for(cand, COMPLEMENT_SAME_DOC, COMPLEMENT_OTHER_DOC):
             chosen.append(cand)
     return chosen
+
+
+def best_per_part(candidates: list[Candidate], parts: Sequence[tuple[str, Callable[[str], bool]]],
+                  weights_of: Callable[[str], dict[str, float]]) -> list[Candidate]:
+    """Return, for each part of a multi-part question, its best answering candidate (if any).
+
+    ``parts`` holds (the part's text, the gate's test for a unit answering that part). The
+    candidates a part accepts are scored against that part alone (its own terms and asked
+    types), so that 「…多少公里？超了怎么算」 gets a unit about the excess for its second half,
+    not the next unit about kilometres.
+    """
+    out: list[Candidate] = []
+    for text, accepts in parts:
+        own = [replace(c, matched=set(), types=set()) for c in candidates if accepts(c.text)]
+        if not own:
+            continue
+        score_candidates(text, weights_of(text), own)
+        best = max(own, key=lambda c: c.score)
+        out.append(next(c for c in candidates if c.text == best.text and c.evidence_id == best.evidence_id))
+    return out
 
 
 def build_candidates(evidence: list[Evidence], units_of: Callable[[str], list[str]],

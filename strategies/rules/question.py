@@ -350,7 +350,7 @@ def _run_pieces(run: str, before: str) -> list[str]:
     「1|周|最|多|约」 is a number's unit (周), a bound (最多) and a verb, not the word 「周最多约」;
     「哪|天|交」 is the interrogative 哪天 and a verb.
     """
-    if before and (_NUMERAL_BEFORE_RE.search(before) or before in ("哪", "几", "多少")) \
+    if before and (_NUMBER_BEFORE_RE.search(before) or before == "哪") \
             and run and _MEASURE_CHAR_RE.match(run[0]):
         run = run[1:]
     pieces = _RUN_BREAK_RE.split(run)
@@ -730,7 +730,6 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
 # particles); a content character such as 「钱」 is not one.
 _GRAMMAR_CHARS = frozenset("要会能可在给把被让和与还又就都也不没是有的了吗呢吧啊呀么")
 _MEASURE_CHAR_RE = re.compile(rf"(?:{_CLASSIFIERS}|{_TIME_UNITS}|块|元)")
-_NUMERAL_BEFORE_RE = re.compile(r"(?:\d|[一二两三四五六七八九十几])$")
 _NUMBER_BEFORE_RE = re.compile(r"(?:\d|[一二两三四五六七八九十几]|多少)$")  # a number, or the asked one
 MAX_JOIN = 2  # characters of the neighbouring text a mended word may take
 _DIRECTIONAL_RE = re.compile(r"^[回过进出上下起开][去来]$")  # a verb's directional ending (拿回去, 送回来)

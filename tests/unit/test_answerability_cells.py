@@ -602,3 +602,28 @@ def test_the_asked_meaning_or_consequence_is_not_a_subject(text, gym_vocab):
     # the policy states it without the word, so it must not count as an unknown subject.
     q = analyze_question(text, [], gym_vocab)
     assert not {"啥意思", "什么意思", "后果"} & set(q["subject_terms"])
+
+
+def test_each_part_of_a_two_part_question_gets_its_own_best_unit():
+    from strategies.rules.answer import Gate, compose_offline, question_terms
+
+    text = ("月卡每月可入场30次，未用完的次数不累计到下月。\n月卡每次入场可带1位同伴，同伴每月最多入场2次。\n"
+            "月卡每月入场满30次可免费体测1次。\n超出部分每次按20元收取。")
+    chunk = {"id": "gym#2", "doc_id": "gym", "title": "会员手册", "heading_path": ["会员手册", "月卡"],
+             "text": text, "kind": "chunk"}
+    vocab = build_vocabulary([["会员手册", "月卡"]], ["会员手册 月卡 " + text, "会员手册 储物柜 储物柜按月出租。"])
+    question = "月卡每月能入场多少次？超出了怎么算"
+    analysis = analyze_question(question, vocab=vocab)
+    analysis["terms"] = question_terms(question)
+    assert len(analysis["parts"]) == 2
+    draft, reason = compose_offline(question, [question], [chunk], gate=Gate(min_dense=None), analysis=analysis, vocab=vocab)
+    assert reason is None
+    assert "30次" in draft and "20元" in draft
+
+
+def test_the_gate_keeps_each_parts_answering_units():
+    chunk = _chunk("gym#3", "游泳馆每天6:00开门。\n游泳馆每次入场收费30元。", "会员手册", "游泳馆")
+    gate = answerability(analyze_question("游泳馆几点开门？一次多少钱"), [chunk])
+    first, second = (accepts for accepts in gate.part_accepts())
+    assert first("游泳馆每天6:00开门") and not first("游泳馆每次入场收费30元")
+    assert second("游泳馆每次入场收费30元") and not second("游泳馆每天6:00开门")

@@ -13,6 +13,7 @@ from strategies.rules.answerability import (
     _anchored,
     _quantities,
     answerability,
+    evidence_units,
     judge_unit,
     question_subject,
     slot_fillers,
@@ -440,3 +441,38 @@ def test_a_phone_number_question_is_answered_only_by_a_number_to_dial(question):
 def test_an_anchor_naming_the_kind_of_value_is_carried_by_such_a_value(anchor, answering, silent):
     assert _anchored(_unit(answering, "私教课与会员卡"), [anchor])
     assert not _anchored(_unit(silent, "私教课与会员卡"), [anchor])
+
+
+# --------------------------------------------------------------------------- a question states nothing
+
+def test_a_bare_faq_question_line_is_context_not_a_unit():
+    chunk = {"id": "faq", "doc_id": "gym", "title": "会员手册", "heading_path": ["常见问题"],
+             "text": "**私教课可以转给朋友吗？**\n\n私教课仅限本人上课，剩余课时按原价的八折退回。"}
+    units = evidence_units([chunk])
+    assert [u.text for u in units] == ["私教课仅限本人上课，剩余课时按原价的八折退回。"]
+    assert units[0].context[-1] == "私教课可以转给朋友吗？"
+
+
+def test_a_question_inside_a_paragraph_gives_no_unit():
+    chunk = {"id": "p", "doc_id": "lib", "text": "借书证丢了怎么办？请持身份证到总服务台挂失补办。"}
+    assert [u.text for u in evidence_units([chunk])] == ["请持身份证到总服务台挂失补办。"]
+
+
+def test_a_question_re_quoted_is_never_its_own_answer():
+    chunk = {"id": "faq", "doc_id": "gym", "title": "会员手册", "heading_path": ["常见问题"],
+             "text": "**储物柜可以长期租用吗？**\n\n储物柜按月出租，须在前台登记。"}
+    gate = answerability(analyze_question("储物柜可以长期租用吗"), [chunk])
+    assert not any("吗" in v.unit.text for v in gate.answering)
+
+
+def test_an_faq_question_is_no_yes_no_filler_for_its_answer():
+    unit = _unit("游泳馆周一闭馆", "会员手册", "游泳馆周末可以开放吗？")
+    assert not judge_unit(analyze_question("游泳馆周末可以开放吗"), unit).fillers
+
+
+@pytest.mark.parametrize(("question", "text"), [
+    ("停卡期间能往后延长会籍吗", "停卡期间会籍不延长，到期日不变。"),
+    ("年卡到期日能往后顺延吗", "年卡到期日遇节假日不顺延。"),
+])
+def test_a_rule_negating_the_asked_predicate_after_an_adverb_answers(question, text):
+    assert judge_unit(analyze_question(question), _unit(text, "会员手册")).answers
