@@ -1140,9 +1140,18 @@ def _spans(norm: str, *, advance_only: bool) -> list[tuple[str, float, int, int]
     return out
 
 
+# A sum of money: 「500元」「10万元」, and 「10万」 before no other unit (not 「10万公里」).
+_MONEY_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(万元|万(?![\u4e00-\u9fff])|元|块)")
+_MONEY_SCALE = {"万元": 1e4, "万": 1e4, "元": 1.0, "块": 1.0}
+
+
+def _sums(norm: str) -> list[tuple[str, float, int, int]]:
+    return [("money", float(m.group(1)) * _MONEY_SCALE[m.group(2)], m.start(), m.end()) for m in _MONEY_RE.finditer(norm)]
+
+
 def _found(norm: str) -> list[tuple[str, float, int, int]]:
-    """Return the quantities of ``norm``: measures, and spans of time counted back from an event or bounded."""
-    return sorted(_quantities(norm) + _spans(norm, advance_only=True), key=lambda q: q[2])
+    """Return the quantities of ``norm``: measures, sums of money, and spans of time counted back from an event or bounded."""
+    return sorted(_quantities(norm) + _sums(norm) + _spans(norm, advance_only=True), key=lambda q: q[2])
 
 
 # A quantity that modifies a noun (「500米左右的泳道」「60升的柜子」) describes what is asked about:
@@ -1158,10 +1167,14 @@ def _other_quantity(question: Question, unit: Unit) -> list[str]:
     count (「不到100Wh」 is not answered by 「100Wh–160Wh」, but by 「不超过100Wh」); so does a
     span counted back from an event (「离开课只剩3天」 is not answered by 「开课前7天以上」), and
     only such a span, since a unit's other spans of time (「3个工作日内到账」) are about something else.
+    A sum of money counts likewise against a unit's bounded or ranged sums (「消费10万–50万元」 is a
+    tier's threshold, 「运费10元」 a price that does not contradict what the customer spent).
     The family the question asks for (a duration, a counted measure) is the answer, not a condition.
     """
     qnorm, norm = _norm(question["norm"]), _norm(unit.text)
     skip = {"span"} if question["slot"] == "duration" else set()
+    if question["slot"] in ("amount", "count"):
+        skip.add("money")  # the sum asked for, or a bare 「多少」
     if question["slot"] == "count" and question.get("measure") in _QUANTITY_SCALE:
         skip.add(_QUANTITY_SCALE[str(question.get("measure"))][0])
     if question["slot"] == "count" and not question.get("measure"):
@@ -1173,7 +1186,7 @@ def _other_quantity(question: Question, unit: Unit) -> list[str]:
     stated = _intervals(norm, _found(norm))
     out: list[str] = []
     for family, low, high, _, _ in asked:
-        same = [(lo, hi, a, b) for f, lo, hi, a, b in stated if f == family]
+        same = [(lo, hi, a, b) for f, lo, hi, a, b in stated if f == family and (f != "money" or lo != hi)]
         if not same or any(lo <= high + 1e-9 and low <= hi + 1e-9 for lo, hi, _, _ in same):
             continue
         out.extend(norm[a:b] for _, _, a, b in same)

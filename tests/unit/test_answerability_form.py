@@ -476,3 +476,18 @@ def test_an_faq_question_is_no_yes_no_filler_for_its_answer():
 ])
 def test_a_rule_negating_the_asked_predicate_after_an_adverb_answers(question, text):
     assert judge_unit(analyze_question(question), _unit(text, "会员手册")).answers
+
+
+def test_a_sum_the_customer_states_picks_the_tier_row_whose_range_holds_it():
+    rows = ["年消费金额：5000元以下，会员等级：普通，储物柜：不免费，按次付费",
+            "年消费金额：5000元–2万元，会员等级：银卡，储物柜：免费",
+            "年消费金额：2万元以上，会员等级：金卡，储物柜：免费"]
+    q = analyze_question("年消费不到3000元，储物柜免费吗")
+    verdicts = [judge_unit(q, Unit(id=f"e@{n}", evidence_id="e", doc_id="d", text=row, context=("会员手册", "会员等级"),
+                                   row=True, chunk_text=row)) for n, row in enumerate(rows)]
+    assert [v.answers for v in verdicts] == [True, False, False]
+    assert all("excluded" in v.qualifiers.conflicts for v in verdicts[1:])
+
+
+def test_a_price_is_no_range_that_contradicts_what_the_customer_spent():
+    assert _answers("会员卡消费满500元可以打九折吗", "会员卡消费可打九折，体测每次收费50元。", "会员手册")
