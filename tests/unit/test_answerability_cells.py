@@ -7,6 +7,7 @@ library, a bank loan); none of these strings comes from an eval case.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -574,16 +575,23 @@ def test_a_question_in_money_wording_binds_the_unit_that_states_the_charge(fee_v
     assert not judge_unit(question, _unit("储物柜每天开放至22点。", "开放时间"), vocab=fee_vocab).answers
 
 
-def test_the_coverage_gate_reads_the_money_wording_as_the_answerability_gate_does():
-    from strategies.rules.answer import Gate, compose_offline, question_terms
+def _gym_turn(question: str, text: str, heading: str, other: str) -> tuple[dict, Any, Any]:
+    """Return (chunk, analysis, vocab) of one gym-handbook chunk under ``heading`` (``other``: another chunk's text)."""
+    from strategies.rules.answer import question_terms
 
-    text = "退卡时按剩余天数退还卡费。"
-    chunk = {"id": "gym#1", "doc_id": "gym", "title": "会员手册", "heading_path": ["会员手册", "收费"],
+    chunk = {"id": "gym#1", "doc_id": "gym", "title": "会员手册", "heading_path": ["会员手册", heading],
              "text": text, "kind": "chunk"}
-    vocab = build_vocabulary([["会员手册", "收费"]], ["会员手册 收费 " + text, "会员手册 退卡 已赠送课时不退款。"])
-    question = "退卡能退钱吗"
+    vocab = build_vocabulary([["会员手册", heading]], [f"会员手册 {heading} {text}", f"会员手册 {other}"])
     analysis = analyze_question(question, vocab=vocab)
     analysis["terms"] = question_terms(question)
+    return chunk, analysis, vocab
+
+
+def test_the_coverage_gate_reads_the_money_wording_as_the_answerability_gate_does():
+    from strategies.rules.answer import Gate, compose_offline
+
+    question = "退卡能退钱吗"
+    chunk, analysis, vocab = _gym_turn(question, "退卡时按剩余天数退还卡费。", "收费", "退卡 已赠送课时不退款。")
     draft, reason = compose_offline(question, [question], [chunk], gate=Gate(min_dense=None), analysis=analysis, vocab=vocab)
     assert reason is None and draft.startswith("退卡时按剩余天数退还卡费")
     unread = {**analysis, "written": {}}  # the coverage gate on the customer's own word alone declines
@@ -605,16 +613,12 @@ def test_the_asked_meaning_or_consequence_is_not_a_subject(text, gym_vocab):
 
 
 def test_each_part_of_a_two_part_question_gets_its_own_best_unit():
-    from strategies.rules.answer import Gate, compose_offline, question_terms
+    from strategies.rules.answer import Gate, compose_offline
 
     text = ("月卡每月可入场30次，未用完的次数不累计到下月。\n月卡每次入场可带1位同伴，同伴每月最多入场2次。\n"
             "月卡每月入场满30次可免费体测1次。\n超出部分每次按20元收取。")
-    chunk = {"id": "gym#2", "doc_id": "gym", "title": "会员手册", "heading_path": ["会员手册", "月卡"],
-             "text": text, "kind": "chunk"}
-    vocab = build_vocabulary([["会员手册", "月卡"]], ["会员手册 月卡 " + text, "会员手册 储物柜 储物柜按月出租。"])
     question = "月卡每月能入场多少次？超出了怎么算"
-    analysis = analyze_question(question, vocab=vocab)
-    analysis["terms"] = question_terms(question)
+    chunk, analysis, vocab = _gym_turn(question, text, "月卡", "储物柜 储物柜按月出租。")
     assert len(analysis["parts"]) == 2
     draft, reason = compose_offline(question, [question], [chunk], gate=Gate(min_dense=None), analysis=analysis, vocab=vocab)
     assert reason is None
