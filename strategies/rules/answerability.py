@@ -1167,8 +1167,7 @@ def _other_quantity(question: Question, unit: Unit) -> list[str]:
     count (「不到100Wh」 is not answered by 「100Wh–160Wh」, but by 「不超过100Wh」); so does a
     span counted back from an event (「离开课只剩3天」 is not answered by 「开课前7天以上」), and
     only such a span, since a unit's other spans of time (「3个工作日内到账」) are about something else.
-    A sum of money counts likewise against a unit's bounded or ranged sums (「消费10万–50万元」 is a
-    tier's threshold, 「运费10元」 a price that does not contradict what the customer spent).
+    A sum of money counts likewise against a table row's tier of sums (:func:`_tier_sum`).
     The family the question asks for (a duration, a counted measure) is the answer, not a condition.
     """
     qnorm, norm = _norm(question["norm"]), _norm(unit.text)
@@ -1186,11 +1185,23 @@ def _other_quantity(question: Question, unit: Unit) -> list[str]:
     stated = _intervals(norm, _found(norm))
     out: list[str] = []
     for family, low, high, _, _ in asked:
-        same = [(lo, hi, a, b) for f, lo, hi, a, b in stated if f == family and (f != "money" or lo != hi)]
+        same = [(lo, hi, a, b) for f, lo, hi, a, b in stated if f == family and (f != "money" or _tier_sum(unit, norm, lo, hi, b))]
         if not same or any(lo <= high + 1e-9 and low <= hi + 1e-9 for lo, hi, _, _ in same):
             continue
         out.extend(norm[a:b] for _, _, a, b in same)
     return out
+
+
+def _tier_sum(unit: Unit, norm: str, low: float, high: float, end: int) -> bool:
+    """Return True when a sum in ``unit`` is a tier's bracket: a table row's 「10万–50万元」 or 「50万元以上」.
+
+    A price (「运费10元」) says nothing about what the customer spent, and a threshold in prose
+    (「满199元包邮，不满收取20元」) states both sides of it, so neither contradicts a stated sum.
+    """
+    if not unit.row or low == high:
+        return False
+    return (low != float("-inf") and high != float("inf")) or bool(
+        _ABOVE_AFTER_RE.match(norm[end:]) or _BELOW_AFTER_RE.match(norm[end:]))
 
 
 _AMOUNT_GLUE = frozenset("是为的了要在有共约计")  # 「费用为500元」: a copula before a sum is no act

@@ -491,3 +491,8 @@ def test_a_sum_the_customer_states_picks_the_tier_row_whose_range_holds_it():
 
 def test_a_price_is_no_range_that_contradicts_what_the_customer_spent():
     assert _answers("会员卡消费满500元可以打九折吗", "会员卡消费可打九折，体测每次收费50元。", "会员手册")
+
+
+def test_a_threshold_in_prose_states_both_sides_of_a_sum_the_customer_names():
+    # 「满199元…，不满…」 answers a customer who spends less: it is no other tier's rule.
+    assert _answers("买150元的护具，邮费多少", "护具满199元包邮，不满收取12元邮费。", "会员手册", "商城")
