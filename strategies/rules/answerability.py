@@ -941,23 +941,29 @@ _NOT_VERBS = frozenset("不没的了是有在把被给对和与")
 @lru_cache(maxsize=1024)
 def _asked_verb(question: str) -> str:
     """Return the verb a yes-no question asks about (「会员卡能转让吗」 → 转), ``""`` when none."""
+    start = _asked_verb_at(question)
+    return question[start] if start >= 0 else ""
+
+
+@lru_cache(maxsize=1024)
+def _asked_verb_at(question: str) -> int:
+    """Return the offset of the verb after a yes-no question's modal, ``-1`` when none."""
     edges = word_edges(question, hmm=False)  # the modal is a word of its own (not the 会 of 会员)
     match = next((m for m in _ASKED_VERB_RE.finditer(question) if m.start() in edges and m.start(1) in edges), None)
-    return match.group(1) if match and match.group(1) not in _NOT_VERBS else ""
+    return match.start(1) if match and match.group(1) not in _NOT_VERBS else -1
 
 
 @lru_cache(maxsize=1024)
 def _asked_predicate(question: str) -> tuple[str, ...]:
-    """Return the words after a yes-no question's modal (「能往后顺延吗」 → 往后, 顺延), ``()`` when none.
+    """Return the asked verb and the verbs after it (「停卡能往后延长吗」 → 往, 延长), ``()`` when none.
 
     The first is the asked verb (:func:`_asked_verb`); an adverb may stand before the verb.
     """
-    verb = _asked_verb(question)
-    if not verb:
+    start = _asked_verb_at(question)
+    if start < 0:
         return ()
-    rest = question[next(m.start(1) for m in _ASKED_VERB_RE.finditer(question) if m.group(1) == verb):]
-    verbs = [w for w, tag in _tagged(rest)[:MAX_PREDICATE_WORDS] if tag.startswith("v") and len(w) >= 2]
-    return tuple(dict.fromkeys([verb, *verbs]))
+    verbs = [w for w, tag in _tagged(question[start:])[:MAX_PREDICATE_WORDS] if tag.startswith("v") and len(w) >= 2]
+    return tuple(dict.fromkeys([question[start], *verbs]))
 
 
 MAX_PREDICATE_WORDS = 3  # words of a yes-no question's predicate after its modal (an adverb, then the verb)
@@ -966,8 +972,8 @@ MAX_PREDICATE_WORDS = 3  # words of a yes-no question's predicate after its moda
 def _negated_predicate(question: str, text: str) -> tuple[Filler, ...]:
     """Return the negated asked predicate of a yes-no question in ``text`` (「不转让」 for 「能转让吗」).
 
-    A rule that says 「不」 + the very verb the question asks about (or a word of its predicate:
-    「不顺延」 for 「能往后顺延吗」) answers it (no), whatever the verb: the general polarity
+    A rule that says 「不」 + the very verb the question asks about (or a verb of its predicate:
+    「不延长」 for 「能往后延长吗」) answers it (no), whatever the verb: the general polarity
     words (「不能」「不支持」…) do not list every verb.
     """
     norm = _norm(text)

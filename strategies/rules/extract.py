@@ -364,12 +364,12 @@ def best_per_part(candidates: list[Candidate], parts: Sequence[tuple[str, Callab
     """
     out: list[Candidate] = []
     for text, accepts in parts:
-        own = [replace(c, matched=set(), types=set()) for c in candidates if accepts(c.text)]
-        if not own:
+        mine = [c for c in candidates if accepts(c.text)]
+        if not mine:
             continue
-        score_candidates(text, weights_of(text), own)
-        best = max(own, key=lambda c: c.score)
-        out.append(next(c for c in candidates if c.text == best.text and c.evidence_id == best.evidence_id))
+        rescored = [replace(c, matched=set(), types=set()) for c in mine]  # the turn's scores stay as they are
+        score_candidates(text, weights_of(text), rescored)
+        out.append(max(zip(rescored, mine, strict=True), key=lambda pair: pair[0].score)[1])
     return out
 
 

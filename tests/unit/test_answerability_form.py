@@ -472,7 +472,7 @@ def test_an_faq_question_is_no_yes_no_filler_for_its_answer():
 
 @pytest.mark.parametrize(("question", "text"), [
     ("停卡期间能往后延长会籍吗", "停卡期间会籍不延长，到期日不变。"),
-    ("年卡到期日能往后顺延吗", "年卡到期日遇节假日不顺延。"),
+    ("年卡到期日能往后推迟吗", "年卡到期日遇节假日不推迟。"),
 ])
 def test_a_rule_negating_the_asked_predicate_after_an_adverb_answers(question, text):
     assert judge_unit(analyze_question(question), _unit(text, "会员手册")).answers
