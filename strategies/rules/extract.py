@@ -13,6 +13,8 @@ A candidate unit (a prose sentence or a rendered table row of a current chunk) i
   another row of the same table is the one named);
 - a penalty when it is about another member tier, region or payment method than the one the
   question (or a carried-forward customer fact) names;
+- whether its value stands in one clause with the verb whose value is asked (「余额多久退」:
+  「余额在30天内退还」, not 「余额大于0元的号码2小时内恢复」), see :func:`measured_verbs`;
 - a small prior for the retrieval rank.
 
 Selection is greedy: the best unit, then up to two more that add question terms (or the asked
@@ -26,6 +28,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from contracts.evidence import Evidence
 from contracts.question import ALTERNATIVES, QuestionView
@@ -58,6 +61,7 @@ _CJK_RE = re.compile(r"[\u4e00-\u9fffA-Za-z0-9]")
 _KEY_SPLIT_RE = re.compile(r"[、，,/（）()\s]+")
 W_UNIT, W_PLAIN, W_CONTEXT, W_BIGRAM, W_TYPE, W_RANK, W_ROW = 0.3, 0.25, 0.15, 0.1, 0.15, 0.35, 0.15
 W_SLOT_CONFLICT = 0.3  # a unit about another tier, region or payment method than asked
+W_MEASURED = 0.3  # a value stated in the same clause as the verb whose value is asked
 PARTIAL_CREDIT = 0.5  # a long term's share of bigrams found counts this much
 FAQ_BONUS = 0.15  # times the share of the question's bigrams its FAQ heading repeats …
 FAQ_PARAPHRASE_SHARE, FAQ_PARAPHRASE_BONUS = 0.6, 0.35  # … or flat when the heading restates it
@@ -98,6 +102,103 @@ def stated_types(text: str) -> set[str]:
     """Return the kinds of answer ``text`` states (same names as :func:`asked_types`)."""
     norm = normalize_for_compare(text)
     return {name for name, (_, says) in _ANSWER_TYPES.items() if says.search(norm)}
+
+
+# The interrogative of a value (「多久」「多少」「几」「怎么」) and the verbs that never say what it measures.
+_VALUE_ASK_RE = re.compile(r"^(?:多少|多久|多长|多远|多大|多高|多重|多贵|几|什么时候|啥时候|何时|哪天|怎么)")
+_AUX_VERBS = frozenset({"是", "有", "要", "能", "会", "可", "得", "想", "让", "可以", "需要", "才能", "能够",
+                        "应该", "还要", "还能", "还会", "就能", "就是", "算是", "提前", "提早"})
+_VALUE_PAIR_RE = re.compile(r"^(?:多[远大高重久长贵]|什么时[候间]|啥时候)")
+_VAGUE_MEASURES = frozenset({"时间", "时候", "东西", "钱数"})  # every value is one of these
+_COMPLEMENTS = frozenset("到完好成住掉走上下出来去过")  # a verb's result, never what a value measures
+MEASURED_WINDOW = 3  # words on either side of the interrogative that may hold the measured verb
+_PUNCT_RE = re.compile(r"^[，,。；;：:？?！!、\s]+$")
+_UNIT_CLAUSE_RE = re.compile(r"[，,；;。！？!?]")  # a cell 「不满门槛运费：8元」 keeps its label
+VALUE_TYPES = frozenset({"duration", "amount", "count", "clock", "date", "number"})
+
+
+@lru_cache(maxsize=1024)
+def measured_verbs(question: str) -> tuple[str, ...]:
+    """Return the verbs whose value the question asks for (「余额多久退」 → 退, 「买一台多少钱」 → 买).
+
+    The nearest verb before a value's interrogative (within ``MEASURED_WINDOW`` words of the same
+    clause) and the nearest after it; modal and copular verbs (「要」「能」「是」) say nothing about
+    what is measured and are skipped.
+    """
+    from strategies.rules.question import _tagged  # noqa: PLC0415  (jieba with the shop words)
+
+    words = _tagged(normalize_for_compare(question).lower())
+    out: list[str] = []
+    for i, (word, _) in enumerate(words):
+        joined = word + (words[i + 1][0] if i + 1 < len(words) else "")  # 「多」「远」, 「什么」「时候」
+        end = i if _VALUE_ASK_RE.match(word) and len(word) <= 4 else i + 1 if _VALUE_PAIR_RE.match(joined) else -1
+        if end < 0:
+            continue
+        after = range(end + 1, min(len(words), end + 1 + MEASURED_WINDOW))
+        before = range(i - 1, max(-1, i - 1 - MEASURED_WINDOW), -1)
+        # 「多久退」 before 「余额…多久」; after the interrogative a verbal noun is what is measured (「多少运费」)
+        verb = _nearest_verb(words, after, before=False) or _nearest_verb(words, before, before=True)
+        measured = words[end + 1] if end + 1 < len(words) else ("", "")  # 「收多少运费」: 运费 is measured too
+        out.extend(w for w in (verb, measured[0] if _is_measured_noun(*measured) else "") if w)
+    return tuple(dict.fromkeys(out))
+
+
+def _is_measured_noun(word: str, tag: str) -> bool:
+    """Return True for a noun right after an interrogative that names what is measured (「多少运费」)."""
+    return tag in ("n", "vn", "nz") and len(word) >= 2 and word not in _VAGUE_MEASURES
+
+
+def _nearest_verb(words: Sequence[tuple[str, str]], indices: range, *, before: bool) -> str:
+    """Return the first verb among ``words[indices]`` within one clause (``""`` when none).
+
+    Before the interrogative a verbal noun is the verb (「补偿多少」) and a noun ends the search
+    (「专享券是多少」: the 享 inside the name is no verb); after it a verbal noun is what is
+    measured (「多少运费」). A one-character result complement (「到」「完」) and a verb that joins
+    two interrogatives (「几点到几点」) say nothing of what is measured.
+    """
+    for j in indices:
+        word, tag = words[j]
+        if _PUNCT_RE.match(word) or (before and tag[:1] == "n" and tag != "vn"):
+            return ""
+        verb = tag.startswith(("v", "zg")) and (before or tag != "vn")
+        ranged = 0 < j < len(words) - 1 and all(_VALUE_ASK_RE.match(words[k][0]) for k in (j - 1, j + 1))
+        if verb and word not in _AUX_VERBS and word not in _COMPLEMENTS and not _VALUE_ASK_RE.match(word) and not ranged:
+            return word
+    return ""
+
+
+def states_measured(text: str, verbs: Sequence[str], asked: Sequence[str], frame: str = "") -> bool:
+    """Return True when one clause of ``text`` holds a measured verb and a value of an asked kind.
+
+    「携出后余额在30天内退还」 states how long 退 takes; 「号码在2小时内自动恢复」 states a duration
+    of something else, though it shares the question's other words. ``frame`` is what binds a
+    whole unit (a table row's headings, an FAQ answer's question): a verb there measures every
+    value of the unit.
+    """
+    kinds = [k for k in asked if k in VALUE_TYPES]
+    if not verbs or not kinds:
+        return False
+    norm_frame = normalize_for_compare(frame).lower()
+    if any(v in norm_frame for v in verbs):
+        return any(_ANSWER_TYPES[k][1].search(normalize_for_compare(text)) for k in kinds)
+    for clause in _UNIT_CLAUSE_RE.split(normalize_for_compare(text).lower()):
+        if any(_verb_in(v, clause) for v in verbs) and any(_ANSWER_TYPES[k][1].search(clause) for k in kinds):
+            return True
+    return False
+
+
+def _verb_in(verb: str, clause: str) -> bool:
+    """Return True when ``clause`` holds ``verb``; a one-character verb only inside a verb (退 in 退还, not in 分期)."""
+    if verb not in clause:
+        return False
+    return len(verb) > 1 or any(verb in w and tag.startswith("v") and tag != "vn" for w, tag in _clause_words(clause))
+
+
+@lru_cache(maxsize=4096)
+def _clause_words(clause: str) -> tuple[tuple[str, str], ...]:
+    from strategies.rules.question import _tagged  # noqa: PLC0415
+
+    return tuple(_tagged(clause))
 
 
 def content_terms(tokens: list[str]) -> list[str]:
@@ -274,6 +375,7 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
     idf = idf_weights(weights, texts)
     grams = set(view["bigrams"])
     asked = set(view["asked_types"])
+    verbs = measured_verbs(question) if asked & VALUE_TYPES else ()
     row_match = {id(c): row_key_match(c.row_key, question, norm_q=view["compare"])
                  for c in candidates if c.row_key is not None}
     best_row: dict[str, float] = {}
@@ -297,6 +399,9 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
             score += bonus * (1.0 if cand.faq_first else 0.5)
         if asked_slots and conflicting_slots(asked_slots, cand.text):
             score -= W_SLOT_CONFLICT
+        frame = cand.context if cand.row_key is not None else cand.faq_question
+        if verbs and states_measured(cand.text, verbs, sorted(asked), frame):
+            score += W_MEASURED
         if id(cand) in row_match and best_row[cand.evidence_id] > 0:
             share = row_match[id(cand)]
             score += W_ROW if share == best_row[cand.evidence_id] else -2 * W_ROW if share == 0 else 0.0

@@ -631,3 +631,41 @@ def test_the_gate_keeps_each_parts_answering_units():
     first, second = (accepts for accepts in gate.part_accepts())
     assert first("游泳馆每天6:00开门") and not first("游泳馆每次入场收费30元")
     assert second("游泳馆每次入场收费30元") and not second("游泳馆每天6:00开门")
+
+
+@pytest.mark.parametrize(("question", "verbs"), [
+    ("年卡转让以后剩下的会费多久退", ("退",)),          # the verb after the interrogative
+    ("私教课买一节多少钱", ("买",)),                    # the nearest verb before it
+    ("储物柜钥匙丢了怎么赔", ("赔",)),
+    ("停卡要收多少手续费", ("收", "手续费")),            # what is measured, named after it
+    ("团课取消了能补偿多少", ("补偿",)),                      # a verbal noun before it is the verb
+    ("团课专享价是多少", ()),                           # a noun ends the search: no verb inside a name
+    ("游泳馆几点到几点", ()),                           # 到 joins two interrogatives
+    ("会员卡最长能冻结多少天", ("冻结",)),
+])
+def test_the_measured_verb_is_read_off_the_interrogative(question, verbs):
+    from strategies.rules.extract import measured_verbs
+
+    assert measured_verbs(question) == verbs
+
+
+def test_a_value_counts_as_measured_only_in_the_verbs_own_clause():
+    from strategies.rules.extract import states_measured
+
+    assert states_measured("会籍转让后，剩余会费在15天内退还至原付款账户", ("退",), ["duration"])
+    assert not states_measured("剩余会费大于0元的手环在2小时内自动激活，余额不予退还", ("退",), ["duration"])
+    assert not states_measured("私教课分期手续费300元", ("分",), ["amount"])  # 分 of 分期 is no verb
+    assert states_measured("会员卡：15天", ("退",), ["duration"], frame="会员手册 退卡时限")  # a row's heading binds
+
+
+def test_the_unit_stating_the_asked_verbs_value_is_chosen():
+    from strategies.rules.answer import Gate, compose_offline
+
+    # The first line shares more of the question's words, but its duration is how long the fee is frozen.
+    text = "年卡转让以后剩下的会费会在2小时内冻结。\n年卡转让完成后，会费余额在15天内退还至原付款账户。"
+    question = "年卡转让以后剩下的会费多久退"
+    chunk, analysis, vocab = _gym_turn(question, text, "年卡转让", "储物柜 储物柜按月出租。")
+    draft, reason = compose_offline(question, [question], [chunk], gate=Gate(min_dense=None), analysis=analysis,
+                                    vocab=vocab)
+    assert reason is None
+    assert "15天内退还" in draft
