@@ -1596,7 +1596,8 @@ _MONEY_VALUE_RE = re.compile(rf"\d\s*(?:{_MONEY_UNITS})|[¥￥]\s*\d")
 
 # 「几个人」 counts people: a value in any classifier of people answers it (「3个不同机主」「2位」「5名」).
 _MEASURE_ALIASES = {"分": ("分", "积分"), "积分": ("分", "积分"), "岁": ("岁",), "周岁": ("岁",), "次": ("次", "回"),
-                    "人": ("人", "个", "位", "名")}
+                    "人": ("人", "个", "位", "名"), "距离": ("公里", "千米", "米", "km"),
+                    "重量": ("公斤", "千克", "克", "斤", "吨", "kg")}
 
 
 # A limit word anywhere in a value's cell or in the heading the unit answers (「每日借阅限额：读者证5本」,

@@ -60,7 +60,7 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
         r"|\bwhen\b|\bwhat (?:date|time|day)\b")),
     ("count", re.compile(
         rf"(?<!哪)几(?:{_CLASSIFIERS}|岁)|多少(?:{_CLASSIFIERS}|岁)|(?:最多|最少|最高|最低|最大|最小|上限|下限|一共|总共)是?(?:能|可以)?[^，。？?]{{0,6}}(?:几|多少)"
-        r"|多少(?:里程|公里|公斤|千克|积分)|多少\s*[?？]?\s*$|\bhow many\b")),
+        r"|多少(?:里程|公里|公斤|千克|积分)|多远|多重|多少\s*[?？]?\s*$|\bhow many\b|\bhow (?:far|heavy)\b")),
     ("person_org", re.compile(
         r"谁|哪家|哪个公司|哪位|什么人|什么公司|哪个(?:快递|部门|银行|机构|平台|商家)|由哪"
         r"|\bwho\b|\bwhich (?:company|courier|bank)\b")),
@@ -82,7 +82,7 @@ _FORM_WORDS = frozenset("""
 能不能 可不可以 可以 能 能否 是否 是不是 会不会 有没有 要不要 需不需要 为什么 为啥 哪里 哪儿 哪家
 谁 哪 哪个 哪些 有 是 要 会 吗 呗 嘛 哦 还 又 就 都 也 给 把 被 让 用 在 和 与 及 或 或者 一般 大概
 时候 时间 期限 时限 时长 需要 才能 才可以 才会 请 帮 帮我 查 查一下 问 问问 告诉 说 一个 现在 目前 另外 还有 以及 顺便 那 那么 如果
-百分之几 几成 不到 不足 未满 低于 少于 只剩 剩下 只有 最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 啥意思 什么意思 后果 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
+多远 多重 百分之几 几成 不到 不足 未满 低于 少于 只剩 剩下 只有 最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 啥意思 什么意思 后果 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
 how what when where who why which whom whose does do did is are was were can could will would
 should may might a an the to of for in on at by with my your our their it this that i you we
 me much many long
@@ -301,7 +301,7 @@ def _words(text: str) -> list[tuple[str, str]]:
     """
     out: list[tuple[str, str]] = []
     run, before = "", ""
-    for word, flag in _modal_split(text, _tagged(text)):
+    for word, flag in _modal_split(text, _asked_measures(_tagged(text))):
         if len(word) == 1 and _HAN_RE.match(word) and word not in _FORM_WORDS and flag != "n":
             before = before if run else (out[-1][0] if out else "")
             run += word
@@ -310,6 +310,17 @@ def _words(text: str) -> list[tuple[str, str]]:
         run = ""
         out.append((word, flag))
     out.extend((piece, "run") for piece in _run_pieces(run, before))
+    return out
+
+
+def _asked_measures(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Return ``pairs`` with an asked measure the segmenter cut in two (「多」「远」) as one form word."""
+    out: list[tuple[str, str]] = []
+    for word, flag in pairs:
+        if out and out[-1][0] + word in _MEASURE_ASKED:
+            out[-1] = (out[-1][0] + word, "r")
+            continue
+        out.append((word, flag))
     return out
 
 
@@ -927,6 +938,8 @@ _BOUND_WORDS = frozenset("最多 最高 最大 最长 最晚 最迟 上限 封�
 # The bounds jieba leaves as two single characters (最|多, 至|少): a run of single characters breaks at them.
 _RUN_BREAK_RE = re.compile("|".join(sorted(w for w in _BOUND_WORDS if w[0] in "最至")))
 _MEASURE_RE = re.compile(rf"(?:几|多少)\s*个?\s*({_CLASSIFIERS}|岁|周岁|公斤|斤|克|米|公里|里程|页|元|块|美元)")
+_MEASURE_ASKED = {"多远": "距离", "多重": "重量"}  # a measure asked without its unit
+_MEASURE_ASKED_RE = re.compile("|".join(_MEASURE_ASKED))
 _GENERIC_MEASURES = frozenset({"个", "元", "块", "美元"})  # money and 「个」 are checked by the slot itself
 _ANCHOR_STOP_RE = re.compile(r"[，,。；;！!？?、\s]")
 MAX_ANCHOR_GAP = 6  # characters between the interrogative and its anchor (same clause)
@@ -953,7 +966,13 @@ def question_per(norm: str, slot: Slot) -> str:
 
 
 def question_measure(norm: str) -> str:
-    """Return the classifier a count question counts in (「张」 of 「几张」), ``""`` when none or generic."""
+    """Return the classifier a count question counts in (「张」 of 「几张」), ``""`` when none or generic.
+
+    「多远」 counts in a length (``距离``), 「多重」 in a weight (``重量``).
+    """
+    asked = _MEASURE_ASKED_RE.search(norm)
+    if asked:
+        return _MEASURE_ASKED[asked.group(0)]
     match = _MEASURE_RE.search(norm)
     unit = match.group(1) if match else ""
     return "" if unit in _GENERIC_MEASURES else unit

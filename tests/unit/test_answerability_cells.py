@@ -669,3 +669,16 @@ def test_the_unit_stating_the_asked_verbs_value_is_chosen():
                                     vocab=vocab)
     assert reason is None
     assert "15天内退还" in draft
+
+
+@pytest.mark.parametrize(("question", "measure"), [("游泳池一圈有多远", "距离"), ("哑铃最重的有多重", "重量")])
+def test_a_measure_asked_without_its_unit_is_a_count_in_that_measure(question, measure):
+    q = analyze_question(question)
+    assert (q["slot"], q["measure"]) == ("count", measure)
+    assert not any("多" in t for t in q["subject_terms"])  # 「多」「远」 cut apart are the form, not a term
+
+
+def test_a_distance_question_is_answered_only_by_a_length():
+    chunk = _chunk("gym#4", "游泳池一圈50米。\n游泳池每天限流200人。", "会员手册", "游泳池")
+    gate = answerability(analyze_question("游泳池一圈有多远"), [chunk])
+    assert gate.accepts("游泳池一圈50米") and not gate.accepts("游泳池每天限流200人")
