@@ -13,8 +13,8 @@ A candidate unit (a prose sentence or a rendered table row of a current chunk) i
   another row of the same table is the one named);
 - a penalty when it is about another member tier, region or payment method than the one the
   question (or a carried-forward customer fact) names;
-- whether its value stands in one clause with the verb whose value is asked (「余额多久退」:
-  「余额在30天内退还」, not 「余额大于0元的号码2小时内恢复」), see :func:`measured_verbs`;
+- whether its value stands in one clause with the verb whose value is asked (「会费多久退」:
+  「会费余额在15天内退还」, not 「会费会在2小时内冻结」), see :func:`measured_verbs`;
 - a small prior for the retrieval rank.
 
 Selection is greedy: the best unit, then up to two more that add question terms (or the asked
@@ -113,17 +113,18 @@ _VAGUE_MEASURES = frozenset({"时间", "时候", "东西", "钱数"})  # every v
 _COMPLEMENTS = frozenset("到完好成住掉走上下出来去过")  # a verb's result, never what a value measures
 MEASURED_WINDOW = 3  # words on either side of the interrogative that may hold the measured verb
 _PUNCT_RE = re.compile(r"^[，,。；;：:？?！!、\s]+$")
-_UNIT_CLAUSE_RE = re.compile(r"[，,；;。！？!?]")  # a cell 「不满门槛运费：8元」 keeps its label
+_UNIT_CLAUSE_RE = re.compile(r"[，,；;。！？!?]")  # a cell 「停卡管理费：50元」 keeps its label
 VALUE_TYPES = frozenset({"duration", "amount", "count", "clock", "date", "number"})
 
 
 @lru_cache(maxsize=1024)
 def measured_verbs(question: str) -> tuple[str, ...]:
-    """Return the verbs whose value the question asks for (「余额多久退」 → 退, 「买一台多少钱」 → 买).
+    """Return the words whose value the question asks for (「会费多久退」 → 退, 「私教课买一节多少钱」 → 买).
 
-    The nearest verb before a value's interrogative (within ``MEASURED_WINDOW`` words of the same
-    clause) and the nearest after it; modal and copular verbs (「要」「能」「是」) say nothing about
-    what is measured and are skipped.
+    Per value interrogative: the nearest verb after it (within ``MEASURED_WINDOW`` words of the
+    same clause), else the nearest before it, and the noun right after it when it names what is
+    measured (「停卡扣多少管理费」 → 扣, 管理费). Modal and copular verbs (「要」「能」「是」) say
+    nothing about what is measured and are skipped.
     """
     from strategies.rules.question import _tagged  # noqa: PLC0415  (jieba with the shop words)
 
@@ -136,25 +137,25 @@ def measured_verbs(question: str) -> tuple[str, ...]:
             continue
         after = range(end + 1, min(len(words), end + 1 + MEASURED_WINDOW))
         before = range(i - 1, max(-1, i - 1 - MEASURED_WINDOW), -1)
-        # 「多久退」 before 「余额…多久」; after the interrogative a verbal noun is what is measured (「多少运费」)
+        # 「多久退」 before 「会费…多久」; after the interrogative a verbal noun is what is measured (「多少管理费」)
         verb = _nearest_verb(words, after, before=False) or _nearest_verb(words, before, before=True)
-        measured = words[end + 1] if end + 1 < len(words) else ("", "")  # 「收多少运费」: 运费 is measured too
+        measured = words[end + 1] if end + 1 < len(words) else ("", "")  # 「扣多少管理费」: 管理费 is measured too
         out.extend(w for w in (verb, measured[0] if _is_measured_noun(*measured) else "") if w)
     return tuple(dict.fromkeys(out))
 
 
 def _is_measured_noun(word: str, tag: str) -> bool:
-    """Return True for a noun right after an interrogative that names what is measured (「多少运费」)."""
+    """Return True for a noun right after an interrogative that names what is measured (「多少管理费」)."""
     return tag in ("n", "vn", "nz") and len(word) >= 2 and word not in _VAGUE_MEASURES
 
 
 def _nearest_verb(words: Sequence[tuple[str, str]], indices: range, *, before: bool) -> str:
     """Return the first verb among ``words[indices]`` within one clause (``""`` when none).
 
-    Before the interrogative a verbal noun is the verb (「补偿多少」) and a noun ends the search
-    (「专享券是多少」: the 享 inside the name is no verb); after it a verbal noun is what is
-    measured (「多少运费」). A one-character result complement (「到」「完」) and a verb that joins
-    two interrogatives (「几点到几点」) say nothing of what is measured.
+    Before the interrogative a verbal noun is the verb (「补偿」 before 「多少」) and a noun ends the search
+    (「团课专享价是多少」: the 享 inside the name is no verb); after it a verbal noun is what is
+    measured (「多少管理费」). A one-character result complement (「到」「完」) and a verb that joins
+    two interrogatives (「几…到几…」) say nothing of what is measured.
     """
     for j in indices:
         word, tag = words[j]
@@ -170,7 +171,7 @@ def _nearest_verb(words: Sequence[tuple[str, str]], indices: range, *, before: b
 def states_measured(text: str, verbs: Sequence[str], asked: Sequence[str], frame: str = "") -> bool:
     """Return True when one clause of ``text`` holds a measured verb and a value of an asked kind.
 
-    「携出后余额在30天内退还」 states how long 退 takes; 「号码在2小时内自动恢复」 states a duration
+    「会费余额在15天内退还」 states how long 退 takes; 「会费会在2小时内冻结」 states a duration
     of something else, though it shares the question's other words. ``frame`` is what binds a
     whole unit (a table row's headings, an FAQ answer's question): a verb there measures every
     value of the unit.
@@ -196,6 +197,7 @@ def _verb_in(verb: str, clause: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _clause_words(clause: str) -> tuple[tuple[str, str], ...]:
+    """Return a clause's jieba (word, tag) pairs, once per clause."""
     from strategies.rules.question import _tagged  # noqa: PLC0415
 
     return tuple(_tagged(clause))

@@ -637,7 +637,7 @@ def test_the_gate_keeps_each_parts_answering_units():
     ("年卡转让以后剩下的会费多久退", ("退",)),          # the verb after the interrogative
     ("私教课买一节多少钱", ("买",)),                    # the nearest verb before it
     ("储物柜钥匙丢了怎么赔", ("赔",)),
-    ("停卡要收多少手续费", ("收", "手续费")),            # what is measured, named after it
+    ("停卡要扣多少管理费", ("扣", "管理费")),            # what is measured, named after it
     ("团课取消了能补偿多少", ("补偿",)),                      # a verbal noun before it is the verb
     ("团课专享价是多少", ()),                           # a noun ends the search: no verb inside a name
     ("游泳馆几点到几点", ()),                           # 到 joins two interrogatives
