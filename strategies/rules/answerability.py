@@ -46,6 +46,7 @@ from strategies.rules.question import (
     _tagged,
     _words,
     asking_clause,
+    tagged_words,
     word_edges,
 )
 from strategies.rules.versions import IN_FORCE_OLD, settled_qualifiers, version_note
@@ -772,11 +773,8 @@ def _sibling_instead(question: Question, unit: Unit, missing: Sequence[str], voc
             if len(w) == len(t) and _is_sibling(w, t) and vocab.uses_word(w)][:1]
 
 
-@lru_cache(maxsize=4096)
 def _tokens(text: str) -> tuple[str, ...]:
-    from strategies.rules.question import _tagged  # noqa: PLC0415
-
-    return tuple(w for w, _ in _tagged(text))
+    return tuple(w for w, _ in tagged_words(text))
 
 
 def _is_sibling(word: str, term: str) -> bool:

@@ -36,6 +36,7 @@ from knowledge.gazetteer import province_of
 from knowledge.normalize import tokenize
 from strategies.rules.claims import extract_facts, table_rows
 from strategies.rules.normalize import normalize_for_compare
+from strategies.rules.question import tagged_words
 
 _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     "clock": (re.compile(r"几点"), re.compile(r"\d{1,2}:\d{2}|\d{1,2}点")),
@@ -126,9 +127,7 @@ def measured_verbs(question: str) -> tuple[str, ...]:
     measured (「停卡扣多少管理费」 → 扣, 管理费). Modal and copular verbs (「要」「能」「是」) say
     nothing about what is measured and are skipped.
     """
-    from strategies.rules.question import _tagged  # noqa: PLC0415  (jieba with the shop words)
-
-    words = _tagged(normalize_for_compare(question).lower())
+    words = tagged_words(normalize_for_compare(question).lower())
     out: list[str] = []
     for i, (word, _) in enumerate(words):
         joined = word + (words[i + 1][0] if i + 1 < len(words) else "")  # 「多」「远」, 「什么」「时候」
@@ -192,15 +191,7 @@ def _verb_in(verb: str, clause: str) -> bool:
     """Return True when ``clause`` holds ``verb``; a one-character verb only inside a verb (退 in 退还, not in 分期)."""
     if verb not in clause:
         return False
-    return len(verb) > 1 or any(verb in w and tag.startswith("v") and tag != "vn" for w, tag in _clause_words(clause))
-
-
-@lru_cache(maxsize=4096)
-def _clause_words(clause: str) -> tuple[tuple[str, str], ...]:
-    """Return a clause's jieba (word, tag) pairs, once per clause."""
-    from strategies.rules.question import _tagged  # noqa: PLC0415
-
-    return tuple(_tagged(clause))
+    return len(verb) > 1 or any(verb in w and tag.startswith("v") and tag != "vn" for w, tag in tagged_words(clause))
 
 
 def content_terms(tokens: list[str]) -> list[str]:

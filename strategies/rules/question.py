@@ -292,6 +292,12 @@ def _tagged(text: str) -> list[tuple[str, str]]:
     return [(p.word, p.flag) for p in pseg.cut(text, HMM=False) if p.word.strip()]
 
 
+@lru_cache(maxsize=8192)
+def tagged_words(text: str) -> tuple[tuple[str, str], ...]:
+    """Return :func:`_tagged` of ``text``, once per text (evidence clauses are tagged turn after turn)."""
+    return tuple(_tagged(text))
+
+
 def _words(text: str) -> list[tuple[str, str]]:
     """Return precise-mode (word, tag) pairs; runs of single Han non-nouns are joined.
 
