@@ -450,7 +450,8 @@ class CSAgent:
         For a service that runs turns in separate processes: when one dies mid-call, the caller
         still waiting for the reply asks another process for it. Under the thread's lock this
         finishes the run the dead process left unfinished (as the next call on the thread would)
-        and returns its result; a run that had finished returns the thread's last result when
+        and returns its result; a customer message whose run died before its first checkpoint
+        was saved is run again; a run that had finished returns the thread's last result when
         it was recorded at or after ``since``.
 
         Args:
@@ -459,8 +460,9 @@ class CSAgent:
             on_event: Progress callback, as for :meth:`ask`.
 
         Returns:
-            The lost call's result, or None when it never got far enough to be recorded (the
-            thread is unchanged: the caller may send it again).
+            The lost call's result, or None when nothing of it can be finished (a confirmation
+            that died before it was applied: the question is still pending, the thread is
+            unchanged, and the caller may send it again).
 
         """
         thread_id = _check_id("thread_id", thread_id)
@@ -591,8 +593,12 @@ class CSAgent:
         elif snapshot is None or not (snapshot.next or snapshot.tasks):
             # (a step whose writes were saved but whose successors were not is a task with
             # writes: not in ``next``, still in ``tasks``)
-            self.store.set_action(f"inflight:{thread_id}", thread_id, "done", info)
-            return None
+            if not _never_checkpointed(info, snapshot):
+                self.store.set_action(f"inflight:{thread_id}", thread_id, "done", info)
+                return None
+            # a customer message whose run died before its first checkpoint was saved (they are
+            # saved while the next step runs): the thread is as it was, so run the message again
+            graph_input = {"messages": [HumanMessage(content=str(info["question"]))]}
         logger.warning("thread %s: finishing a run a dead process left unfinished", thread_id)
         question = str(info.get("question") or "")
         result = self._run(graph_input, question=question, user_id=user_id, thread_id=thread_id,
@@ -659,7 +665,7 @@ class CSAgent:
             "run_name": "csagent_turn",
         }
         flight = {"resume_of": resume_of, "value": resume_value, "question": question,
-                  "trace_id": trace_id}
+                  "trace_id": trace_id, "message": isinstance(graph_input, dict)}
         self.store.set_action(f"inflight:{thread_id}", thread_id, "started", flight)
         if resume_of is not None:
             self.store.begin_action(f"resume:{resume_of}", thread_id, resume_value)
@@ -814,6 +820,18 @@ def _desk_entry(result: TurnResult, values: dict[str, Any], question: str) -> di
             "summary": str(interrupt.get("summary") or ""), "unsupported_claims": unsupported,
             "evidence": evidence, "conversation": conversation, "trace_id": result.trace_id,
             "answer": result.answer}
+
+
+def _never_checkpointed(flight: dict[str, Any], snapshot: Any) -> bool:
+    """Return True when a lost run was a customer message none of whose checkpoints was saved.
+
+    Every checkpoint carries the run's ``trace_id`` (its config metadata): a thread whose latest
+    checkpoint is another run's never recorded this one.
+    """
+    if not flight.get("message") or not str(flight.get("question") or "").strip():
+        return False
+    latest = (getattr(snapshot, "metadata", None) or {}) if snapshot is not None else {}
+    return latest.get("trace_id") != flight.get("trace_id")
 
 
 def _payload(value: Any) -> dict[str, Any]:

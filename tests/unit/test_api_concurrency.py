@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +258,61 @@ def test_a_turn_killed_after_its_write_is_reported_on_the_next_message(
         assert agent.pending(user_id="u1001", thread_id="killed") is None
         after = agent.ask("七天无理由退货的运费谁承担？", user_id="u1001", thread_id="killed")
         assert after.recovered is None and after.status == "answered"
+
+
+EARLY_KILL_SCRIPT = textwrap.dedent("""
+    import os, signal, sqlite3, sys
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from csagent.api import CSAgent
+    from csagent.config import Settings
+
+    data_dir, index_dir, shop_db = sys.argv[1], sys.argv[2], sys.argv[3]
+    settings = Settings().with_overrides(data_dir=data_dir, index_dir=index_dir, shop_db=shop_db)
+
+    class KillingSaver(SqliteSaver):
+        armed = False
+
+        def put(self, config, checkpoint, metadata, new_versions):
+            if self.armed:  # the run's first checkpoint: it never reaches the database
+                os.kill(os.getpid(), signal.SIGKILL)
+            return super().put(config, checkpoint, metadata, new_versions)
+
+    conn = sqlite3.connect(os.path.join(data_dir, "checkpoints.sqlite"), check_same_thread=False)
+    saver = KillingSaver(conn)
+    with CSAgent(settings, checkpointer=saver) as agent:
+        assert agent.ask(sys.argv[4], user_id="u1001", thread_id="early").status == "answered"
+        saver.armed = True
+        agent.ask(sys.argv[5], user_id="u1001", thread_id="early")
+    print("NOT KILLED")
+""")
+
+
+@pytest.mark.parametrize("next_call", ["finish_interrupted", "ask"])
+def test_a_message_whose_run_died_before_its_first_checkpoint_is_run_again(
+        local: Settings, next_call: str):
+    local.data_dir.mkdir(parents=True, exist_ok=True)
+    lost = "七天无理由退货的运费谁承担？"
+    since = time.time()
+    proc = subprocess.run(
+        [sys.executable, "-c", EARLY_KILL_SCRIPT, str(local.data_dir),
+         str(local.resolved_index_dir), str(local.resolved_shop_db), LIST_Q, lost],
+        capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+    assert proc.returncode == -9, (proc.returncode, proc.stdout, proc.stderr[-2000:])
+    with _agent(local) as agent:
+        if next_call == "finish_interrupted":  # what the service asks another process
+            report = agent.finish_interrupted(thread_id="early", since=since)
+        else:  # the customer's next message reports the lost one
+            result = agent.ask("好的，谢谢", user_id="u1001", thread_id="early")
+            report = TurnResult.from_json(result.recovered) if result.recovered else None
+        assert report is not None and report.status == "answered", report
+        assert "运费" in report.answer
+        events = agent.history(user_id="u1001", thread_id="early")
+        kinds = [e["kind"] for e in events]
+        assert kinds[:4] == ["customer", "turn", "customer", "turn"], kinds  # nothing twice
+        humans = [m.content for m in agent.graph.get_state(
+            {"configurable": {"thread_id": "early"}}).values["messages"] if m.type == "human"]
+        assert humans.count(lost) == 1, humans
+        assert agent.finish_interrupted(thread_id="early", since=time.time()) is None
 
 
 def test_a_file_lock_excludes_other_processes_and_dies_with_its_holder(tmp_path: Path):
