@@ -237,6 +237,9 @@ _MONEY_ASKED_RE = re.compile(r"多少钱|几块|几元|多少元|多少块")
 _RATE_FILLER_RE = re.compile(r"[%折倍]$|分之")
 _CLASSIFIED_COUNT_RE = re.compile(rf"(?:几|多少)\s*{_CLASSIFIER}")
 _REASON_RE = re.compile(r"因为|由于|原因|所以|导致|为了|以免|以便|否则|是因|造成|因此|故")
+# 「怎么才能…」「怎样才算…」 ask how a state is reached: a way or a condition answers, not the state's value.
+_REACH_ASKED_RE = re.compile(r"(?:怎么|怎样|如何|咋)样?才(?:能|可以|可|会|算)")
+_CONDITION_RE = re.compile(r"须|需|达到|满\s*\d|累计|只要|凡|符合|条件|要求|前提|即可|方可|才能|才可|才算")
 
 _FILLER_RES: dict[str, tuple[re.Pattern[str], ...]] = {
     "date": (_DATE_RE, _DURATION_RE),
@@ -1017,6 +1020,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     elif asked == "date" and "几号" in question["norm"]:  # a day of the month, not a duration
         fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
                         for m in _DAY_RE.finditer(_norm(unit.text)))
+    if asked == "procedure" and _REACH_ASKED_RE.search(question["norm"]):  # a way or a condition, no value
+        fillers = _reach_fillers(unit)
     if asked == "amount" and _MONEY_ASKED_RE.search(question["norm"]):  # 「多少钱」: money, not a rate
         fillers = tuple(f for f in fillers if not _RATE_FILLER_RE.search(f.text))
     if fillers and question.get("per"):
@@ -1056,6 +1061,14 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     elif not quals.ok:
         reason = "qualifier conflict" if quals.conflicts else "qualifier absent"
     return UnitVerdict(unit, not reason, fillers, bind, quals, reason)
+
+
+def _reach_fillers(unit: Unit) -> tuple[Filler, ...]:
+    """Return the unit's steps and conditions (a question of how a state is reached asks for them)."""
+    norm = _norm(unit.text)
+    found = [Filler("procedure", m.group(0), m.start(), m.end())
+             for pattern in (_PROCEDURE_RE, _CONDITION_RE) for m in pattern.finditer(norm)]
+    return tuple(sorted(found, key=lambda f: f.start))
 
 
 # A quantity in a unit of measure, and each unit's family and scale (「1TB」 is 1,000,000 MB).

@@ -82,7 +82,7 @@ _FORM_WORDS = frozenset("""
 能不能 可不可以 可以 能 能否 是否 是不是 会不会 有没有 要不要 需不需要 为什么 为啥 哪里 哪儿 哪家
 谁 哪 哪个 哪些 有 是 要 会 吗 呗 嘛 哦 还 又 就 都 也 给 把 被 让 用 在 和 与 及 或 或者 一般 大概
 时候 时间 期限 时限 时长 需要 才能 才可以 才会 请 帮 帮我 查 查一下 问 问问 告诉 说 一个 现在 目前 另外 还有 以及 顺便 那 那么 如果
-多远 多重 百分之几 几成 不到 不足 未满 低于 少于 只剩 剩下 只有 最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 啥意思 什么意思 后果 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
+怎么才能 怎样才能 如何才能 多远 多重 百分之几 几成 不到 不足 未满 低于 少于 只剩 剩下 只有 最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 啥意思 什么意思 后果 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
 how what when where who why which whom whose does do did is are was were can could will would
 should may might a an the to of for in on at by with my your our their it this that i you we
 me much many long

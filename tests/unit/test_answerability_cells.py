@@ -682,3 +682,13 @@ def test_a_distance_question_is_answered_only_by_a_length():
     chunk = _chunk("gym#4", "游泳池一圈50米。\n游泳池每天限流200人。", "会员手册", "游泳池")
     gate = answerability(analyze_question("游泳池一圈有多远"), [chunk])
     assert gate.accepts("游泳池一圈50米") and not gate.accepts("游泳池每天限流200人")
+
+
+def test_how_a_state_is_reached_is_answered_by_a_condition_not_by_its_value():
+    rows = _chunk("gym#5", "| 会员等级 | 年费 |\n|---|---|\n| 银卡 | 800元 |\n| 黑卡 | 2000元 |",
+                  "会员手册", "会员等级")
+    rule = _chunk("gym#6", "黑卡会员连续两年累计到店满100次，年费可减免一半。", "会员手册", "黑卡")
+    asked = analyze_question("黑卡的年费怎样才能减免")
+    assert asked["slot"] == "procedure" and "怎样才能" not in asked["subject_terms"]
+    assert not answerability(asked, [rows]).answerable  # the fee itself says nothing of how to lower it
+    assert answerability(asked, [rows, rule]).accepts("黑卡会员连续两年累计到店满100次，年费可减免一半")
