@@ -985,9 +985,20 @@ def _negated_predicate(question: str, text: str) -> tuple[Filler, ...]:
     return ()
 
 
-def _states_limit(unit: Unit) -> bool:
-    """Return True when the unit or the heading it answers speaks of a limit (「上限」「最高」「不超过」…)."""
-    return bool(_BOUND_CELL_RE.search(_norm(" ".join([*unit.context[-1:], unit.text]))))
+_MONEY_WORD_RE = re.compile(r"费|价|钱|租金|金额|收取|扣除")
+
+
+def _states_limit(unit: Unit, *, money: bool = False) -> bool:
+    """Return True when the unit or the heading it answers speaks of a limit (「上限」「最高」「不超过」…).
+
+    With ``money`` (a question of a cap on what is paid), the limit's own clause must speak of
+    money: 「每单最多2人」 limits people, 「流量不限」 data, and neither caps a price.
+    """
+    texts = [_norm(t) for t in [*unit.context[-1:], unit.text]]
+    if not money:
+        return any(_BOUND_CELL_RE.search(t) for t in texts)
+    return any(_BOUND_CELL_RE.search(clause) and (_AMOUNT_RE.search(clause) or _MONEY_WORD_RE.search(clause))
+               for t in texts for clause in _CELL_SEP_RE.split(t))
 
 
 def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = None,
@@ -1052,7 +1063,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         reason = "superseded"
     elif asked in ("none", "yesno") and anchors and not _anchored(unit, anchors):
         reason = "anchor absent"
-    elif asked == "yesno" and question.get("bound") and not _states_limit(unit):
+    elif asked == "yesno" and question.get("bound") \
+            and not _states_limit(unit, money=bool(_MONEY_WORD_RE.search(question["norm"]))):
         reason = "no limit stated"  # 「…设不设上限」 is answered only by a unit that speaks of a limit
     elif not fillers:
         reason = f"no {asked} filler"

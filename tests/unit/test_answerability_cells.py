@@ -692,3 +692,13 @@ def test_how_a_state_is_reached_is_answered_by_a_condition_not_by_its_value():
     assert asked["slot"] == "procedure" and "怎样才能" not in asked["subject_terms"]
     assert not answerability(asked, [rows]).answerable  # the fee itself says nothing of how to lower it
     assert answerability(asked, [rows, rule]).accepts("黑卡会员连续两年累计到店满100次，年费可减免一半")
+
+
+def test_a_cap_on_a_price_is_stated_only_by_a_limit_on_money():
+    row = _chunk("gym#7", "| 项目 | 价格 | 说明 |\n|---|---|---|\n| 毛巾租用 | 5元/次 | 每次最多2条 |",
+                 "会员手册", "附加项目")
+    capped = _chunk("gym#8", "毛巾租用按次收费，每月费用最高50元。", "会员手册", "毛巾")
+    asked = analyze_question("毛巾租用的费用有没有封顶")
+    assert asked["slot"] == "yesno" and asked["bound"] == "max"
+    assert not answerability(asked, [row]).answerable  # 「最多2条」 limits towels, not what is paid
+    assert answerability(asked, [row, capped]).accepts("每月费用最高50元")
