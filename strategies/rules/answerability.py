@@ -1527,11 +1527,13 @@ def _leads(clause: str) -> bool:
 _INSTRUMENTS = "券|红包|礼品卡|购物卡|储值卡"
 _INSTRUMENT_RE = re.compile(_INSTRUMENTS)
 _FACE_VALUE_RE = re.compile(rf"[\u4e00-\u9fff]{{0,5}}?(?:{_INSTRUMENTS})")
-_LOWER_BEFORE_RE = re.compile(r"(?:最低|最少|至少|不低于|不少于|满|起步价?|起)\s*$")
-_UPPER_BEFORE_RE = re.compile(r"(?:最高|最多|不超过|不高于|上限|封顶|至多)\s*$")
+_LOWER_BEFORE_RE = re.compile(r"(?:最低|最少|最小|最短|最早|至少|不低于|不少于|不早于|满|起步价?|起)\s*$")
+_UPPER_BEFORE_RE = re.compile(r"(?:最高|最多|最大|最长|最晚|最迟|不超过|不高于|不晚于|上限|封顶|至多)\s*$")
 _LOWER_AFTER_RE = re.compile(r"^\s*(?:起|以上|及以上)")
 _UPPER_AFTER_RE = re.compile(r"^\s*(?:以内|以下|及以下|内|封顶)")
 BOUND_WINDOW = 4  # characters around a value where its bound word stands
+_LOWER_WORD_RE = re.compile(r"最低|最少|最小|最短|最早|至少|不低于|不少于|不早于")
+_UPPER_WORD_RE = re.compile(r"最高|最多|最大|最长|最晚|最迟|不超过|不高于|不晚于|上限|封顶|至多")
 
 
 RATE_WINDOW = 12  # characters around a value where its span (「每年」「/年」) stands
@@ -1663,9 +1665,10 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
       asked slot attaches to; a value whose clause names a sibling of the anchor instead of
       the anchor (「下班」 for 「上班」) is that sibling's;
     - **bounded**: a question asking for an upper bound (「最多」) is not answered by a value the
-      evidence states as a lower bound (「每次最少3节」「满14周岁」), and vice versa; nor by a
-      plain value, one with no limit word beside it, in its cell or in the heading the unit
-      answers (「私教课每节80元」 is a price, not the least one pays);
+      evidence states as a lower bound (「每次最少3节」「满14周岁」「最短7天」), and vice versa; nor
+      by a plain value, one with no limit word beside it, in its cell or in the heading the
+      unit answers (「私教课每节80元」 is a price, not the least one pays). A time's limit word
+      may head its clause (「最晚须在开课前2小时」);
     - **measured**: a count in a named classifier (「几张」) needs a value in that classifier;
     - **numeric**: a bound question needs a number (「全额」「立即」 state no limit);
     - **not a face value**: an amount naming a coupon's or card's value (「5元无门槛优惠券」) does
@@ -1687,10 +1690,13 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
         before = before.rstrip(":： ")  # 「每次最低：2元」: the bound word heads the value's cell
         lower = _LOWER_BEFORE_RE.search(before) or _LOWER_AFTER_RE.search(after)
         upper = _UPPER_BEFORE_RE.search(before) or _UPPER_AFTER_RE.search(after)
+        if filler.kind == "duration":  # 「最晚须在开课前2小时」: a time limit heads its clause
+            lead = _CELL_SEP_RE.split(norm[:filler.start])[-1]
+            lower, upper = lower or _LOWER_WORD_RE.search(lead), upper or _UPPER_WORD_RE.search(lead)
         if (bound == "max" and lower and not upper) or (bound == "min" and upper and not lower):
             continue
         cell = _cell_before(norm, filler)
-        if bound and filler.kind in ("amount", "count") and not lower and not upper \
+        if bound and filler.kind in ("amount", "count", "duration") and not lower and not upper \
                 and not _BOUND_CELL_RE.search(cell) and not bound_heading \
                 and not (bound == "max" and _CAPACITY_RE.search(cell)):
             continue  # 「私教课每节80元」 states a price, not the least (or most) one pays

@@ -702,3 +702,18 @@ def test_a_cap_on_a_price_is_stated_only_by_a_limit_on_money():
     assert asked["slot"] == "yesno" and asked["bound"] == "max"
     assert not answerability(asked, [row]).answerable  # 「最多2条」 limits towels, not what is paid
     assert answerability(asked, [row, capped]).accepts("每月费用最高50元")
+
+
+def test_a_bound_on_a_time_is_stated_only_by_a_time_limit_of_that_side():
+    chunk = _chunk("gym#9", "私教课每次暂停最短7天。\n私教课暂停满1天即顺延有效期。\n私教课每次暂停最长30天。",
+                   "会员手册", "私教课暂停")
+    gate = answerability(analyze_question("私教课每次暂停最长能停多久"), [chunk])
+    assert gate.accepts("私教课每次暂停最长30天")
+    assert not gate.accepts("私教课每次暂停最短7天")  # the other side's limit
+    assert not gate.accepts("私教课暂停满1天即顺延有效期")  # a plain time, no limit
+
+
+def test_a_time_limit_may_head_its_clause():
+    chunk = _chunk("gym#10", "团课最晚须在开课时间前2小时取消，逾期按缺席处理。", "会员手册", "团课取消")
+    gate = answerability(analyze_question("团课最晚要提前多久取消"), [chunk])
+    assert gate.accepts("团课最晚须在开课时间前2小时取消")
