@@ -251,10 +251,12 @@ def _chunk(cid: str, text: str, *headings: str) -> dict:
 def test_a_worked_example_answers_only_when_no_stated_rule_does():
     rule = _chunk("r", "会员卡冻结期最长60天。", "三、冻结规则")
     example = _chunk("e", "会员小李3月1日申请冻结会员卡，冻结期30天，4月1日自动解冻。", "五、举例")
-    q = analyze_question("会员卡最长能冻结多久")
+    q = analyze_question("会员卡能冻结多久")
     gate = answerability(q, [rule, example])
     assert gate.evidence_ids() == ["r"]
     assert answerability(q, [example]).evidence_ids() == ["e"]  # only the example: it still answers
+    bounded = analyze_question("会员卡最长能冻结多久")  # the example's plain 30天 states no longest
+    assert not answerability(bounded, [example]).answerable
 
 
 def test_a_sentence_about_the_document_states_no_fact():
