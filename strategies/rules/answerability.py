@@ -992,7 +992,7 @@ def _states_limit(unit: Unit, *, money: bool = False) -> bool:
     """Return True when the unit or the heading it answers speaks of a limit (「上限」「最高」「不超过」…).
 
     With ``money`` (a question of a cap on what is paid), the limit's own clause must speak of
-    money: 「每单最多2人」 limits people, 「流量不限」 data, and neither caps a price.
+    money: 「每次最多2条」 limits towels, 「入场次数不限」 visits, and neither caps a price.
     """
     texts = [_norm(t) for t in [*unit.context[-1:], unit.text]]
     if not money:

@@ -687,7 +687,7 @@ def test_a_distance_question_is_answered_only_by_a_length():
 
 
 def test_how_a_state_is_reached_is_answered_by_a_condition_not_by_its_value():
-    rows = _chunk("gym#5", "| 会员等级 | 年费 |\n|---|---|\n| 银卡 | 800元 |\n| 黑卡 | 2000元 |",
+    rows = _chunk("gym#5", "| 卡种 | 年费 |\n|---|---|\n| 银卡 | 800元 |\n| 黑卡 | 2000元 |",
                   "会员手册", "会员等级")
     rule = _chunk("gym#6", "黑卡会员连续两年累计到店满100次，年费可减免一半。", "会员手册", "黑卡")
     asked = analyze_question("黑卡的年费怎样才能减免")
