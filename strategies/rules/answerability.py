@@ -1527,13 +1527,16 @@ def _leads(clause: str) -> bool:
 _INSTRUMENTS = "券|红包|礼品卡|购物卡|储值卡"
 _INSTRUMENT_RE = re.compile(_INSTRUMENTS)
 _FACE_VALUE_RE = re.compile(rf"[\u4e00-\u9fff]{{0,5}}?(?:{_INSTRUMENTS})")
-_LOWER_BEFORE_RE = re.compile(r"(?:最低|最少|最小|最短|最早|至少|不低于|不少于|不早于|满|起步价?|起)\s*$")
-_UPPER_BEFORE_RE = re.compile(r"(?:最高|最多|最大|最长|最晚|最迟|不超过|不高于|不晚于|上限|封顶|至多)\s*$")
+# Bound words of a value: the lower and the upper ones (a time's too: 最早, 不晚于).
+_LOWER_WORDS = "最低|最少|最小|最短|最早|至少|不低于|不少于|不早于"
+_UPPER_WORDS = "最高|最多|最大|最长|最晚|最迟|不超过|不高于|不晚于|上限|封顶|至多"
+_LOWER_BEFORE_RE = re.compile(rf"(?:{_LOWER_WORDS}|满|起步价?|起)\s*$")
+_UPPER_BEFORE_RE = re.compile(rf"(?:{_UPPER_WORDS})\s*$")
 _LOWER_AFTER_RE = re.compile(r"^\s*(?:起|以上|及以上)")
 _UPPER_AFTER_RE = re.compile(r"^\s*(?:以内|以下|及以下|内|封顶)")
 BOUND_WINDOW = 4  # characters around a value where its bound word stands
-_LOWER_WORD_RE = re.compile(r"最低|最少|最小|最短|最早|至少|不低于|不少于|不早于")
-_UPPER_WORD_RE = re.compile(r"最高|最多|最大|最长|最晚|最迟|不超过|不高于|不晚于|上限|封顶|至多")
+_LOWER_WORD_RE = re.compile(_LOWER_WORDS)  # anywhere in a clause (a time's limit heads it)
+_UPPER_WORD_RE = re.compile(_UPPER_WORDS)
 
 
 RATE_WINDOW = 12  # characters around a value where its span (「每年」「/年」) stands
