@@ -1017,6 +1017,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers = tuple(slot_fillers(asked, unit.context[-1]))  # 「不适用…的商品」 over its items
     if asked == "count" and _CLASSIFIED_COUNT_RE.search(question["norm"]):
         fillers = tuple(f for f in fillers if _COUNT_RE.fullmatch(f.text))
+        fillers += _labelled_counts(_norm(unit.text), question.get("measure", ""))
     elif asked == "count":  # a bare 「多少」: any number answers (a phone number, a threshold) but a time
         timed = [(m.start(), m.end()) for m in _DURATION_RE.finditer(_norm(unit.text))]
         fillers = tuple(f for f in fillers if not any(a <= f.start and f.end <= b for a, b in timed))
@@ -1637,6 +1638,33 @@ _CELL_SEP_RE = re.compile(r"[，,；;。！？!?]")
 _CAPACITY_RE = re.compile(r"(?:(?<![不无])可以?(?!能)|(?<![不无可])能够?|(?<![不无])允许)[\u4e00-\u9fff]")
 
 
+# A bare number after a label (「兑换积分：900」「可容纳人数（人）：6」): the label says what it counts.
+_LABELLED_NUMBER_RE = re.compile(
+    r"(?P<label>[^：:，,；;。！？!?|]{1,16})[：:]\s*(?P<num>\d+(?:\.\d+)?)(?![\d.%‰]|\s*[\u4e00-\u9fffA-Za-z])")
+_LABEL_UNIT_RE = re.compile(r"[（(]([^（）()]{1,6})[)）]")
+
+
+def _label_counts(label: str, measure: str) -> bool:
+    """Return True when a value's label names ``measure`` as what it counts (not a unit of another kind).
+
+    「兑换积分」 and 「使用人数（人）」 count points and people; 「长度（米）」 or 「时长（分钟）」
+    do not, whatever characters they share with the measure.
+    """
+    names = _MEASURE_ALIASES.get(measure, (measure,))
+    unit = _LABEL_UNIT_RE.search(label)
+    if unit:
+        return unit.group(1) in names
+    return any(re.search(rf"{re.escape(n)}(?!钟|之|期)", label) for n in names)
+
+
+def _labelled_counts(norm: str, measure: str) -> tuple[Filler, ...]:
+    """Return the bare numbers whose label names the asked measure (「几个人」, 「多少积分」)."""
+    if not measure:
+        return ()
+    return tuple(Filler("count", m.group("num"), m.start("num"), m.end("num"))
+                 for m in _LABELLED_NUMBER_RE.finditer(norm) if _label_counts(m.group("label"), measure))
+
+
 def _cell_before(norm: str, filler: Filler) -> str:
     """Return the text from the last separator (not a colon) before ``filler`` up to it."""
     cut = max((m.end() for m in _CELL_SEP_RE.finditer(norm, 0, filler.start)), default=0)
@@ -1687,7 +1715,8 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
     for filler in fillers:
         if not face_values and filler.kind == "amount" and _FACE_VALUE_RE.match(norm, filler.end):
             continue  # 「赠送5元无门槛优惠券」: the coupon's face value, not what was asked
-        if measure and not any(m in filler.text for m in _MEASURE_ALIASES.get(measure, (measure,))):
+        if measure and not any(m in filler.text for m in _MEASURE_ALIASES.get(measure, (measure,))) \
+                and not (filler.text.replace(".", "").isdigit() and _label_counts(_cell_before(norm, filler), measure)):
             continue
         before, after = norm[max(0, filler.start - BOUND_WINDOW):filler.start], norm[filler.end:filler.end + 3]
         before = before.rstrip(":： ")  # 「每次最低：2元」: the bound word heads the value's cell

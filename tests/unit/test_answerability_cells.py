@@ -719,3 +719,14 @@ def test_a_time_limit_may_head_its_clause():
     chunk = _chunk("gym#10", "团课最晚须在开课时间前2小时取消，逾期按缺席处理。", "会员手册", "团课取消")
     gate = answerability(analyze_question("团课最晚要提前多久取消"), [chunk])
     assert gate.accepts("团课最晚须在开课时间前2小时取消")
+
+
+def test_a_bare_number_counts_what_its_label_names():
+    room = _row("研讨间：小组研讨间，长度（米）：20，最多使用人数（人）：6", "图书馆空间", "研讨间")
+    verdict = judge_unit(analyze_question("小组研讨间最多能坐几个人"), room)
+    assert verdict.answers and [f.text for f in verdict.fillers] == ["6"]  # not the 20 of the length
+    reward = _row("兑换项目：瑜伽体验课（1节），所需积分：900", "会员手册", "积分兑换")
+    verdict = judge_unit(analyze_question("换瑜伽体验课要多少积分"), reward)
+    assert verdict.answers and [f.text for f in verdict.fillers] == ["900"]
+    timed = _row("兑换项目：瑜伽体验课，时长（分钟）：60", "会员手册", "积分兑换")
+    assert not judge_unit(analyze_question("换瑜伽体验课要多少积分"), timed).answers  # minutes are no points
