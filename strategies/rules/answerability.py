@@ -218,7 +218,8 @@ _PLACE_RE = re.compile(
     r"|[\u4e00-\u9fff]{1,8}(?:省|市|县|区|镇|村|街道|路|号|仓|仓库|门店|网点|驿站|快递柜|柜台|服务点|中心|原支付账户|账户)")
 _YESNO_RE = re.compile(
     r"不?可以|不?能够?|不?支持|不?允许|不?需要|无需|无须|不必|必须|须|不得|禁止|仅限|除外|不?适用|不?享受|不?包含"
-    rf"|不予|无法|不?提供|不?接受|不?参与|不?计入|有权|免费{_NOT_NAME}|不收|均可|一律|不可|可(?=[\u4e00-\u9fff])")
+    rf"|不予|无法|不?提供|不?接受|不?参与|不?计入|有权|免费{_NOT_NAME}|不收|均可|一律|不可|可(?=[\u4e00-\u9fff])"
+    r"|停止|不再|不设")  # what has ceased or is not offered says no
 # A yes-no question is also answered by what the rule grants, takes or keeps (「赠送5元券」).
 _STATEMENT_RE = re.compile(r"有|没有|不?退还?|返还|赠送|获得|奖励|收取|扣除|不变|保持|自动|另行|视为|按照?")
 _CLOCK_RE = re.compile(r"\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}\s*点(?:半|\d{1,2}分?)?|全天|24小时")
@@ -986,6 +987,34 @@ def _negated_predicate(question: str, text: str) -> tuple[Filler, ...]:
 
 
 _MONEY_WORD_RE = re.compile(r"费|价|钱|租金|金额|收取|扣除")
+# A value filler of a yes-no question (an amount, a time, a count) that is no polarity word itself.
+_VALUE_FILLER_RE = re.compile(rf"(?!(?:{_YESNO_RE.pattern}|{_STATEMENT_RE.pattern})$)"
+                              rf"(?:{_AMOUNT_RE.pattern}|{_DURATION_RE.pattern}|{_COUNT_RE.pattern})")
+
+
+def _quantity_kinds(norm: str) -> set[str]:
+    """Return the kinds of quantity ``norm`` states: ``span`` (a time), ``money``, or a measure's family."""
+    kinds = {family for family, _, _, _ in _quantities(norm)}
+    if _SPAN_RE.search(norm):
+        kinds.add("span")
+    if _MONEY_RE.search(norm):
+        kinds.add("money")
+    return kinds
+
+
+def _states_asked_act(question: str, unit: Unit) -> bool:
+    """Return False when a yes-no question asks whether an act may be done and ``unit`` never names the act.
+
+    「…能退吗」 asks whether 退 is allowed: a row stating only a price, a time or a count
+    (「课时费：150元」) says nothing about it, so its values do not answer; they do when the
+    unit names the act (「退还50%」), when the question asks no act (「收费吗」 has no modal), and
+    when it states a quantity of the value's kind (「入会3个月能…吗」 against 「满一年」).
+    """
+    predicate = _asked_predicate(question)
+    if not predicate:
+        return True
+    text = _norm(" ".join([*unit.context[-1:], unit.text]))
+    return any(word in text for word in predicate)
 
 
 def _states_limit(unit: Unit, *, money: bool = False) -> bool:
@@ -1032,6 +1061,10 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     elif asked == "date" and "几号" in question["norm"]:  # a day of the month, not a duration
         fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
                         for m in _DAY_RE.finditer(_norm(unit.text)))
+    if asked == "yesno" and fillers and not _states_asked_act(question["norm"], unit):
+        kinds = _quantity_kinds(_norm(question["norm"]))  # 「入会3个月能…吗」: by the least time asked
+        fillers = tuple(f for f in fillers
+                        if not _VALUE_FILLER_RE.fullmatch(f.text) or _quantity_kinds(_norm(f.text)) & kinds)
     if asked == "procedure" and _REACH_ASKED_RE.search(question["norm"]):  # a way or a condition, no value
         fillers = _reach_fillers(unit)
     if asked == "amount" and _MONEY_ASKED_RE.search(question["norm"]):  # 「多少钱」: money, not a rate

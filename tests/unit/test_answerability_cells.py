@@ -730,3 +730,23 @@ def test_a_bare_number_counts_what_its_label_names():
     assert verdict.answers and [f.text for f in verdict.fillers] == ["900"]
     timed = _row("兑换项目：瑜伽体验课，时长（分钟）：60", "会员手册", "积分兑换")
     assert not judge_unit(analyze_question("换瑜伽体验课要多少积分"), timed).answers  # minutes are no points
+
+
+def test_a_value_answers_whether_an_act_may_be_done_only_where_the_act_is_named():
+    question = analyze_question("私教体验课没上能退吗")
+    price = _row("课程：私教体验课，价格：199元/节", "会员手册", "课程价格")
+    assert not judge_unit(question, price).answers  # a price says nothing about a refund
+    rule = _unit("私教体验课未上的，可退还199元。", "会员手册", "私教体验课")
+    assert judge_unit(question, rule).answers
+
+
+def test_a_value_of_the_kind_the_question_states_answers_a_yes_no():
+    question = analyze_question("入会3个月能上进阶班吗")
+    row = _row("课程：进阶班，入会时长：满6个月", "会员手册", "进阶课程")
+    assert judge_unit(question, row).answers  # the customer's 3个月 against the least 6个月
+    assert not judge_unit(analyze_question("进阶班能试听吗"), row).answers  # no span stated, no act named
+
+
+def test_what_has_ceased_or_is_not_offered_says_no():
+    assert judge_unit(analyze_question("夜跑团还能报名吗"), _unit("夜跑团自本季起停止报名。", "会员手册", "夜跑团")).answers
+    assert judge_unit(analyze_question("分馆能租储物柜吗"), _unit("分馆不设储物柜。", "会员手册", "分馆")).answers
