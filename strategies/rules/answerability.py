@@ -992,6 +992,14 @@ _VALUE_FILLER_RE = re.compile(rf"(?!(?:{_YESNO_RE.pattern}|{_STATEMENT_RE.patter
                               rf"(?:{_AMOUNT_RE.pattern}|{_DURATION_RE.pattern}|{_COUNT_RE.pattern})")
 
 
+def _says_yes_or_no(norm: str, filler: Filler) -> bool:
+    """Return True when ``filler`` is a polarity word of ``norm`` (「可」「不支持」), not a value or a statement."""
+    if norm[filler.start:filler.end] != filler.text:  # a filler of the heading over a list item
+        return bool(_YESNO_RE.fullmatch(filler.text))
+    match = _YESNO_RE.match(norm, filler.start)  # in place: 「可」 is a polarity word before a verb
+    return bool(match) and match.end() == filler.end
+
+
 def _quantity_kinds(norm: str) -> set[str]:
     """Return the kinds of quantity ``norm`` states: ``span`` (a time), ``money``, or a measure's family."""
     kinds = {family for family, _, _, _ in _quantities(norm)}
@@ -1063,8 +1071,9 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                         for m in _DAY_RE.finditer(_norm(unit.text)))
     if asked == "yesno" and fillers and not _states_asked_act(question["norm"], unit):
         kinds = _quantity_kinds(_norm(question["norm"]))  # 「入会3个月能…吗」: by the least time asked
-        fillers = tuple(f for f in fillers
-                        if not _VALUE_FILLER_RE.fullmatch(f.text) or _quantity_kinds(_norm(f.text)) & kinds)
+        norm = _norm(unit.text)
+        fillers = tuple(f for f in fillers if _says_yes_or_no(norm, f)
+                        or (_VALUE_FILLER_RE.fullmatch(f.text) and _quantity_kinds(_norm(f.text)) & kinds))
     if asked == "procedure" and _REACH_ASKED_RE.search(question["norm"]):  # a way or a condition, no value
         fillers = _reach_fillers(unit)
     if asked == "amount" and _MONEY_ASKED_RE.search(question["norm"]):  # 「多少钱」: money, not a rate

@@ -750,3 +750,9 @@ def test_a_value_of_the_kind_the_question_states_answers_a_yes_no():
 def test_what_has_ceased_or_is_not_offered_says_no():
     assert judge_unit(analyze_question("夜跑团还能报名吗"), _unit("夜跑团自本季起停止报名。", "会员手册", "夜跑团")).answers
     assert judge_unit(analyze_question("分馆能租储物柜吗"), _unit("分馆不设储物柜。", "会员手册", "分馆")).answers
+
+
+def test_a_yes_no_on_an_act_the_unit_does_not_name_needs_a_polarity_word():
+    question = analyze_question("储物柜钥匙丢了还能补吗")
+    assert not judge_unit(question, _row("项目：储物柜钥匙，说明：按成本价收取", "会员手册", "物品")).answers  # a statement
+    assert judge_unit(question, _unit("储物柜钥匙丢失的，可到前台申请新钥匙。", "会员手册", "储物柜")).answers  # 「可」
