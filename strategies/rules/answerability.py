@@ -997,7 +997,7 @@ def _says_yes_or_no(norm: str, filler: Filler) -> bool:
     if norm[filler.start:filler.end] != filler.text:  # a filler of the heading over a list item
         return bool(_YESNO_RE.fullmatch(filler.text))
     match = _YESNO_RE.match(norm, filler.start)  # in place: 「可」 is a polarity word before a verb
-    return bool(match) and match.end() == filler.end
+    return match is not None and match.end() == filler.end
 
 
 def _quantity_kinds(norm: str) -> set[str]:
