@@ -579,6 +579,9 @@ def qualifier_check(question: Question, unit: Unit,
         others = [o for o in pool if o.lower() in near]
         if kind == "region" and not others:  # 「日韩线路」 or 「泰国」 for a question on 台湾
             others = [m for m in foreign_mentions(near) if not any(_holds(m, v) for v in values)]
+        lead = _norm(_lead_sentence(unit))
+        if not others and lead and not any(_term_present(v, lead) for v in values):
+            others = [o for o in pool if o.lower() in lead]  # the paragraph's opening sentence scopes it
         if others:
             conflicts[kind] = others
         elif any(_term_present(v, chunk) for v in values) and kind not in STRICT_KINDS:
@@ -588,6 +591,26 @@ def qualifier_check(question: Question, unit: Unit,
         else:
             absent[kind] = list(values)
     return QualifierCheck(matched, conflicts, absent)
+
+
+_SENTENCE_END_RE = re.compile(r"[。！？!?]")
+
+
+def _lead_sentence(unit: Unit) -> str:
+    """Return the sentence before ``unit`` in its paragraph (``""`` for the first, a row, or a list item).
+
+    「内地分馆的座位可预约。每人每天最多预约N小时。」: the second sentence names no region of its own
+    and goes on under the scope the first one set; a later paragraph (a blank line or a new
+    line) starts afresh.
+    """
+    if unit.row or not unit.chunk_text:
+        return ""
+    at = unit.chunk_text.find(unit.text)
+    if at <= 0:
+        return ""
+    paragraph = unit.chunk_text[:at].rsplit("\n", 1)[-1]
+    sentences = [t for t in _SENTENCE_END_RE.split(paragraph) if t.strip()]
+    return sentences[-1] if sentences and _SENTENCE_END_RE.search(paragraph) else ""
 
 
 # --------------------------------------------------------------------------- the gate

@@ -756,3 +756,13 @@ def test_a_yes_no_on_an_act_the_unit_does_not_name_needs_a_polarity_word():
     question = analyze_question("储物柜钥匙丢了还能补吗")
     assert not judge_unit(question, _row("项目：储物柜钥匙，说明：按成本价收取", "会员手册", "物品")).answers  # a statement
     assert judge_unit(question, _unit("储物柜钥匙丢失的，可到前台申请新钥匙。", "会员手册", "储物柜")).answers  # 「可」
+
+
+def test_a_sentence_goes_on_under_the_regime_its_paragraph_opened_with():
+    question = analyze_question("香港分馆的自习座位每天最多能约几个小时")
+    scoped = _chunk("lib#1", "内地分馆的自习座位可在线预约。分馆自习座位每人每天最多预约4小时。", "借阅服务", "自习座位")
+    assert not answerability(question, [scoped]).answerable  # the 4小时 is the mainland rule's
+    general = _chunk("lib#2", "自习座位可在线预约。分馆自习座位每人每天最多预约4小时。", "借阅服务", "自习座位")
+    assert answerability(question, [general]).accepts("分馆自习座位每人每天最多预约4小时")
+    apart = _chunk("lib#3", "内地分馆的自习座位可在线预约。\n分馆自习座位每人每天最多预约4小时。", "借阅服务", "自习座位")
+    assert answerability(question, [apart]).answerable  # a new line starts afresh
