@@ -469,6 +469,8 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
 ATTRIBUTION_KINDS = frozenset({"tier", "regime", "version", "category", "excepted"})
 VALUE_SLOTS = frozenset({"date", "duration", "amount", "count", "person_org", "place"})
 STRICT_KINDS = frozenset({"regime", "version"})  # must be present, not only uncontradicted
+# Kinds whose values a yes-no question asks about together (「年卡能刷信用卡分期吗」): each must be present.
+ASKED_TOGETHER_KINDS = frozenset({"payment", "tier"})
 
 
 def _region_words() -> tuple[str, ...]:
@@ -573,6 +575,10 @@ def qualifier_check(question: Question, unit: Unit,
                 and not any(_term_present(v, _norm(" ".join(unit.context))) for v in hit):
             conflicts.setdefault("excepted", []).extend(f"{v}除外" for v in hit)  # 「大陆地区（海南除外）」
             continue
+        if hit and kind in ASKED_TOGETHER_KINDS and question["slot"] == "yesno" \
+                and not all(_term_present(v, near) or _term_present(v, chunk) for v in values):
+            conflicts["together"] = [v for v in values if not (_term_present(v, near) or _term_present(v, chunk))]
+            continue  # 「…能刷信用卡分期吗」 asks about both at once: a rule on cards alone does not answer
         if hit:
             matched[kind] = hit
             continue

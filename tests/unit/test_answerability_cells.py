@@ -766,3 +766,12 @@ def test_a_sentence_goes_on_under_the_regime_its_paragraph_opened_with():
     assert answerability(question, [general]).accepts("分馆自习座位每人每天最多预约4小时")
     apart = _chunk("lib#3", "内地分馆的自习座位可在线预约。\n分馆自习座位每人每天最多预约4小时。", "借阅服务", "自习座位")
     assert answerability(question, [apart]).answerable  # a new line starts afresh
+
+
+def test_a_yes_no_on_two_payment_ways_at_once_needs_both():
+    question = analyze_question("私教课的课时费能用信用卡分期付吗")
+    cards = _chunk("gym#11", "私教课的课时费支持微信、支付宝和信用卡付款。", "会员手册", "付款方式")
+    assert not answerability(question, [cards]).answerable  # cards, but not by instalments
+    both = _chunk("gym#12", "私教课的课时费可用信用卡分期付款，分3期或6期。", "会员手册", "付款方式")
+    assert answerability(question, [both]).answerable
+    assert answerability(analyze_question("私教课能用信用卡付吗"), [cards]).answerable
