@@ -562,6 +562,7 @@ def qualifier_check(question: Question, unit: Unit,
     absent: dict[str, list[str]] = {}
     strict_regime = [v for v in question["qualifiers"].get("regime", []) if _is_compound_regime(v, dims)]
     body = _norm(unit.text)
+    lead = _norm(_lead_sentence(unit))  # the sentence that opened the unit's paragraph
     for kind, values in question["qualifiers"].items():
         hit = [v for v in values if _term_present(v, near)]
         pool = [o for o in _other_values(kind, question, dims) if len(o) >= 2]
@@ -575,17 +576,17 @@ def qualifier_check(question: Question, unit: Unit,
                 and not any(_term_present(v, _norm(" ".join(unit.context))) for v in hit):
             conflicts.setdefault("excepted", []).extend(f"{v}除外" for v in hit)  # 「大陆地区（海南除外）」
             continue
-        if hit and kind in ASKED_TOGETHER_KINDS and question["slot"] == "yesno" \
-                and not all(_term_present(v, near) or _term_present(v, chunk) for v in values):
-            conflicts["together"] = [v for v in values if not (_term_present(v, near) or _term_present(v, chunk))]
-            continue  # 「…能刷信用卡分期吗」 asks about both at once: a rule on cards alone does not answer
+        lacking = [v for v in values if not (_term_present(v, near) or _term_present(v, chunk))] \
+            if hit and kind in ASKED_TOGETHER_KINDS and question["slot"] == "yesno" else []
+        if lacking:  # 「…能刷信用卡分期吗」 asks about both at once: a rule on cards alone does not answer
+            conflicts["together"] = lacking
+            continue
         if hit:
             matched[kind] = hit
             continue
         others = [o for o in pool if o.lower() in near]
         if kind == "region" and not others:  # 「日韩线路」 or 「泰国」 for a question on 台湾
             others = [m for m in foreign_mentions(near) if not any(_holds(m, v) for v in values)]
-        lead = _norm(_lead_sentence(unit))
         if not others and lead and not any(_term_present(v, lead) for v in values):
             others = [o for o in pool if o.lower() in lead]  # the paragraph's opening sentence scopes it
         if others:
