@@ -469,7 +469,7 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
 ATTRIBUTION_KINDS = frozenset({"tier", "regime", "version", "category", "excepted"})
 VALUE_SLOTS = frozenset({"date", "duration", "amount", "count", "person_org", "place"})
 STRICT_KINDS = frozenset({"regime", "version"})  # must be present, not only uncontradicted
-# Kinds whose values a yes-no question asks about together (「年卡能刷信用卡分期吗」): each must be present.
+# Kinds whose values a yes-no question asks about together (one naming both 「信用卡」 and 「分期」): each must be present.
 ASKED_TOGETHER_KINDS = frozenset({"payment", "tier"})
 
 
@@ -576,11 +576,11 @@ def qualifier_check(question: Question, unit: Unit,
                 and not any(_term_present(v, _norm(" ".join(unit.context))) for v in hit):
             conflicts.setdefault("excepted", []).extend(f"{v}除外" for v in hit)  # 「大陆地区（海南除外）」
             continue
-        lacking = [v for v in values if not (_term_present(v, near) or _term_present(v, chunk))] \
-            if hit and kind in ASKED_TOGETHER_KINDS and question["slot"] == "yesno" else []
-        if lacking:  # 「…能刷信用卡分期吗」 asks about both at once: a rule on cards alone does not answer
-            conflicts["together"] = lacking
-            continue
+        if hit and kind in ASKED_TOGETHER_KINDS and question["slot"] == "yesno":
+            lacking = [v for v in values if not (_term_present(v, near) or _term_present(v, chunk))]
+            if lacking:  # asked about cards and instalments at once: a rule on cards alone does not answer
+                conflicts["together"] = lacking
+                continue
         if hit:
             matched[kind] = hit
             continue
@@ -1032,12 +1032,7 @@ def _says_yes_or_no(norm: str, filler: Filler) -> bool:
 
 def _quantity_kinds(norm: str) -> set[str]:
     """Return the kinds of quantity ``norm`` states: ``span`` (a time), ``money``, or a measure's family."""
-    kinds = {family for family, _, _, _ in _quantities(norm)}
-    if _SPAN_RE.search(norm):
-        kinds.add("span")
-    if _MONEY_RE.search(norm):
-        kinds.add("money")
-    return kinds
+    return {family for family, *_ in _quantities(norm) + _sums(norm) + _spans(norm, advance_only=False)}
 
 
 def _states_asked_act(question: str, unit: Unit) -> bool:
@@ -1787,19 +1782,18 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
     for filler in fillers:
         if not face_values and filler.kind == "amount" and _FACE_VALUE_RE.match(norm, filler.end):
             continue  # 「赠送5元无门槛优惠券」: the coupon's face value, not what was asked
+        cell = _cell_before(norm, filler)
         if measure and not any(m in filler.text for m in _MEASURE_ALIASES.get(measure, (measure,))) \
-                and not (filler.text.replace(".", "").isdigit() and _label_counts(_cell_before(norm, filler), measure)):
+                and not (filler.text.replace(".", "").isdigit() and _label_counts(cell, measure)):
             continue
         before, after = norm[max(0, filler.start - BOUND_WINDOW):filler.start], norm[filler.end:filler.end + 3]
         before = before.rstrip(":： ")  # 「每次最低：2元」: the bound word heads the value's cell
         lower = _LOWER_BEFORE_RE.search(before) or _LOWER_AFTER_RE.search(after)
         upper = _UPPER_BEFORE_RE.search(before) or _UPPER_AFTER_RE.search(after)
-        if filler.kind == "duration":  # 「最晚须在开课前2小时」: a time limit heads its clause
-            lead = _CELL_SEP_RE.split(norm[:filler.start])[-1]
-            lower, upper = lower or _LOWER_WORD_RE.search(lead), upper or _UPPER_WORD_RE.search(lead)
+        if filler.kind == "duration":  # 「最晚须在开课前2小时」: a time limit heads its clause (its cell)
+            lower, upper = lower or _LOWER_WORD_RE.search(cell), upper or _UPPER_WORD_RE.search(cell)
         if (bound == "max" and lower and not upper) or (bound == "min" and upper and not lower):
             continue
-        cell = _cell_before(norm, filler)
         if bound and filler.kind in ("amount", "count", "duration") and not lower and not upper \
                 and not _BOUND_CELL_RE.search(cell) and not bound_heading \
                 and not (bound == "max" and _CAPACITY_RE.search(cell)):
