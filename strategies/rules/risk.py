@@ -11,6 +11,7 @@ from typing import Any
 
 from contracts.profile import Profile, ProfileAction
 from strategies.rules.normalize import full_to_half
+from strategies.rules.tools import asked_fields
 from tools.refs import clean_text
 
 # 「SO2026…」「so 2026…」「SO-2026…」 (after invisible characters are removed and widths folded).
@@ -71,10 +72,14 @@ _WHICH_RE = re.compile(r"哪些|哪个|哪笔|哪几|有没有|是哪|多少|几
 def asks_own_orders(question: str) -> bool:
     """Return True for a question about the customer's own order data, not about a policy.
 
-    「列一下我还没寄出的单子」「前阵子买的冰箱单号是哪个」 ask for records (answered from
+    The customer's own order (「我…订单」) with a which-question or a record field asked
+    (:func:`strategies.rules.tools.asked_fields`: a state, a parcel, a payment way):
+    「列一下我还没寄出的单子」「我那台冰箱的订单到什么状态了」 ask for records (answered from
     the order tool), while 「付了款还能不能取消」 asks what the rules allow.
     """
-    return bool(_OWN_ORDERS_RE.search(question)) and bool(_WHICH_RE.search(question))
+    if not _OWN_ORDERS_RE.search(question):
+        return False
+    return bool(_WHICH_RE.search(question)) or bool(asked_fields(question))
 
 
 def is_how_to(question: str, markers: list[str]) -> bool:

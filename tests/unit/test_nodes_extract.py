@@ -227,6 +227,7 @@ def test_gate_still_refuses_an_unrelated_question():
     ("我最近有哪些订单还没发货", True), ("我上个月买的空调订单号多少", True),
     ("我有个订单还没付钱，是哪个", True), ("我的订单能取消吗", False), ("我的订单多久能到", False),
     ("下单后还能修改订单吗", False), ("我们的订单规则是什么", False),
+    ("我那台电视的订单处于哪种状态", True), ("我的订单用哪种方式付款好", False),
 ])
 def test_asks_own_orders(question, own):
     assert asks_own_orders(question) is own
@@ -240,6 +241,19 @@ def test_own_order_question_routes_to_the_order_tool(tmp_path: Path):
     assert update["tool_plan"] == [{"name": "order_lookup", "args": {}}]
     policy = route_boundary({"question": "下单后还能修改订单吗", "facts": []}, Runtime(context=Context()), deps)
     assert policy["route"] == "answer"
+    state = route_boundary({"question": "我那台电视的订单处于哪种状态", "facts": []}, Runtime(context=Context()), deps)
+    assert state["route"] == "tool"
+
+
+def test_a_payment_way_in_a_policy_question_is_no_record_lookup(tmp_path: Path):
+    """How money paid one way comes back asks a rule; which way the customer paid asks a record."""
+    deps = Deps(retriever=fixture_index(), shop=ShopToolbox(tmp_path / "shop.sqlite"))
+    policy = route_boundary({"question": "积分抵扣付的钱退货以后退回哪里", "facts": []},
+                            Runtime(context=Context()), deps)
+    assert policy["route"] == "answer"
+    record = route_boundary({"question": "SO2026010100001那单我当初怎么付的", "facts": []},
+                            Runtime(context=Context()), deps)
+    assert record["route"] == "tool"
 
 
 def test_a_sentence_about_the_old_rule_is_completed_by_the_current_one():
