@@ -129,6 +129,39 @@ def expand_places(text: str) -> tuple[str, ...]:
 SPECIAL_REGIONS = frozenset({"香港", "澳门", "台湾"})
 _ABROAD_WORDS = ("国际", "境外", "国外", "海外", "出境")
 _REGIONAL_WORDS = ("港澳台", "港澳", "境外", "出境")
+# Words that scope a rule to the mainland, or to abroad, without naming a place: a policy's
+# 「国内航班」 and 「国际航班」 are two regimes, as 「国内取现」 and 「境外取现」 are.
+MAINLAND_WORDS = ("国内", "境内", "内地", "大陆")
+ABROAD_SCOPE_WORDS = ("国际",)
+_OPENING_SCOPE_WORDS = ("国内", "境内", "国际")  # these also open a compound (「国际航班」「国内游」)
+_BOTH_SCOPES_RE = re.compile(r"^(?:国内外|境内外|国际国内|海内外)")
+
+
+def scope_word(token: str) -> str | None:
+    """Return the mainland or abroad scope word a token is or opens, else None.
+
+    「国际航班」 → 「国际」, 「国内」 → 「国内」, 「大陆」 → 「大陆」; 「国内外」 names both scopes and
+    「国际化」 is no scope, so neither counts. 「内地」「大陆」 count only as whole words.
+    """
+    if _BOTH_SCOPES_RE.match(token) or token.endswith("化"):
+        return None
+    if token in MAINLAND_WORDS or token in ABROAD_SCOPE_WORDS:
+        return token
+    return next((w for w in _OPENING_SCOPE_WORDS if token.startswith(w)), None)
+
+
+def opposite_scope(word: str) -> tuple[str, ...]:
+    """Return the words of the other scope than ``word``'s (「国际」 → the mainland words), or ()."""
+    if word in MAINLAND_WORDS:
+        return (*_ABROAD_WORDS, *_REGIONAL_WORDS[:2], *sorted(SPECIAL_REGIONS))
+    if word in _ABROAD_WORDS:
+        return MAINLAND_WORDS
+    return ()
+
+
+def inside_scope(place: str, scope: str) -> bool:
+    """Return True when ``place`` lies in the abroad ``scope`` (「日本」 in 「国际」)."""
+    return scope in _ABROAD_WORDS and scope in containers_of(place)
 
 
 @lru_cache(maxsize=1)

@@ -28,12 +28,16 @@ from typing import Any, cast
 
 from contracts.question import ALTERNATIVES, Question, Slot
 from knowledge.gazetteer import (
+    MAINLAND_WORDS,
     containers_of,
     foreign_mentions,
     group_holds,
     held_by_group,
+    inside_scope,
     is_abroad,
+    opposite_scope,
     province_of,
+    scope_word,
 )
 from knowledge.normalize import normalize_text
 from strategies.rules.extract import known_word
@@ -486,15 +490,19 @@ def _is_compound_regime(value: str, dims: Mapping[str, frozenset[str]]) -> bool:
     return any(value == mod + head for head, mods in dims.items() for mod in mods)
 
 
-_MAINLAND_WORDS = ("国内", "境内", "内地", "大陆")
-
-
 def _other_values(kind: str, question: Question, dims: Mapping[str, frozenset[str]]) -> list[str]:
-    """Return the values of ``kind`` that would contradict the question's ones."""
+    """Return the values of ``kind`` that would contradict the question's ones.
+
+    A question scoped only by a scope word (「国际航班…」「在国内…」) is contradicted by the
+    other scope's words alone (「国内」 for 「国际」; 「境外」「港澳台」… for 「国内」), not by a province.
+    """
     asked = question["qualifiers"].get(kind, [])
+    scopes = [o for a in asked for o in opposite_scope(a) if scope_word(a) == a]
+    if kind == "region" and scopes and all(scope_word(a) == a for a in asked):
+        return list(dict.fromkeys(scopes))
     if kind == "region":
         same = {w for a in asked for w in _region_synonyms(a)} | {c for a in asked for c in containers_of(a)}
-        mainland = list(_MAINLAND_WORDS) if any(is_abroad(a) for a in asked) else []  # 首尔 is not 「国内」
+        mainland = list(MAINLAND_WORDS) if any(is_abroad(a) for a in asked) else []  # 首尔 is not 「国内」
         return [r for r in [*_region_words(), *mainland] if r not in same and not any(r in a or a in r for a in asked)]
     if kind in ("tier", "payment"):
         from strategies.rules.question import _closed_lists
@@ -533,7 +541,8 @@ _EXCEPTION_RE = re.compile(r"[（(][^（）()]{1,40}除外[）)]|[^，。；;：
 
 def _holds(area: str, place: str) -> bool:
     """Return True when ``area`` names ``place`` or holds it (its country, its group)."""
-    return area == place or area in containers_of(place) or group_holds(area, place)  # containers: its country first
+    return area == place or area in containers_of(place) or group_holds(area, place) \
+        or inside_scope(area, place)  # containers: its country first; 「日本」 lies in 「国际」
 
 
 def _only_excepted(value: str, norm: str) -> bool:

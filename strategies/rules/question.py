@@ -30,7 +30,7 @@ from typing import Any
 
 from contracts.facts import Fact
 from contracts.question import ALTERNATIVES, Bound, Question, Slot
-from knowledge.gazetteer import containers_of, country_of, group_holds, province_of
+from knowledge.gazetteer import containers_of, country_of, group_holds, province_of, scope_word
 from knowledge.normalize import normalize_text
 
 logger = logging.getLogger(__name__)
@@ -571,7 +571,10 @@ def _regions(text: str) -> list[str]:
         word, flag = pair.word, pair.flag
         province = province_of(word)
         country = country_of(word) if flag in ("ns", "nr", "nrt") or len(word) >= 2 else None
-        if province:
+        scope = scope_word(word)
+        if scope and not province:  # 「国际航班」「国内」: the mainland or abroad, no place named
+            found.append(scope)
+        elif province:
             found += [word, province]
         elif country:  # a place abroad (jionlp's world list): 「首尔」 and its country 「韩国」
             found += [word, country]

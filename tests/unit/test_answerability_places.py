@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.gazetteer import containers_of, country_of, held_by_group, is_abroad
+from knowledge.gazetteer import containers_of, country_of, held_by_group, is_abroad, scope_word
 from strategies.rules.answerability import Unit, judge_unit
 from strategies.rules.question import analyze_question, build_vocabulary
 
@@ -86,3 +86,31 @@ def test_a_colon_list_of_places_names_a_group_too():
     row = Unit(id="e@0", evidence_id="e", doc_id="d", text="地区：西部片区，寄件：12元", row=True,
                context=("收费标准", "寄件价格"))
     assert judge_unit(q, row, vocab=vocab).answers
+
+
+@pytest.mark.parametrize(("token", "scope"), [
+    ("国际", "国际"), ("国际包裹", "国际"), ("国内", "国内"), ("国内段", "国内"), ("大陆", "大陆"),
+    ("国内外", None), ("国际化", None), ("华南", None),
+])
+def test_a_scope_word_names_the_mainland_or_abroad(token, scope):
+    assert scope_word(token) == scope
+
+
+def test_a_rule_for_the_other_scope_does_not_answer_a_question_scoped_to_one():
+    vocab = _vocab()
+    abroad = analyze_question("国际包裹丢件以后最晚几天内要提出索赔", vocab=vocab)
+    assert abroad["qualifiers"]["region"] == ["国际"]
+    home = Unit(id="e@0", evidence_id="e", doc_id="d", text="丢件须在签收期满后15天内提出索赔",
+                context=("国内包裹理赔规定",))
+    away = Unit(id="e@1", evidence_id="e", doc_id="d", text="丢件须在签收期满后60天内提出索赔",
+                context=("国际及港澳台包裹理赔规定",))
+    seoul = Unit(id="e@2", evidence_id="e", doc_id="d", text="寄往日本的丢件须在60天内提出索赔",
+                 context=("包裹理赔规定",))
+    verdict = judge_unit(abroad, home, vocab=vocab)
+    assert not verdict.answers and "国内" in verdict.qualifiers.conflicts.get("region", [])
+    assert judge_unit(abroad, away, vocab=vocab).answers
+    assert judge_unit(abroad, seoul, vocab=vocab).answers  # a country abroad lies in 「国际」
+    home_q = analyze_question("国内包裹丢件以后最晚几天内要提出索赔", vocab=vocab)
+    verdict = judge_unit(home_q, away, vocab=vocab)
+    assert not verdict.answers and verdict.qualifiers.conflicts.get("region")
+    assert judge_unit(home_q, home, vocab=vocab).answers
