@@ -1131,7 +1131,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                 or _narrower_heading(question, unit, vocab)
                 or _opposite_terms(subject, unit) or _about_document(unit)
                 or _item_of_another_list(question, unit, subject) or _sibling_regime(question, unit, vocab)
-                or _other_quantity(question, unit) or _other_amount(question, unit)
+                or _other_quantity(question, unit) or _other_row_option(question, unit)
+                or _other_amount(question, unit)
                 or _sibling_instead(question, unit, bind.missing, vocab))
     if excluded:
         quals = replace(quals, conflicts={**quals.conflicts, "excluded": excluded})
@@ -1258,6 +1259,82 @@ def _sums(norm: str) -> list[tuple[str, float, int, int]]:
 def _found(norm: str) -> list[tuple[str, float, int, int]]:
     """Return the quantities of ``norm``: measures, sums of money, and spans of time counted back from an event or bounded."""
     return sorted(_quantities(norm) + _sums(norm) + _spans(norm, advance_only=True), key=lambda q: q[2])
+
+
+# An option the question states (「买1个小时」) selects a table's row by its first column when that
+# column lists options of that kind (「30分钟」「全程」): a row keyed by another option prices something else.
+_STATED_SPAN_RE = re.compile(r"(\d+(?:\.\d+)?)\s*个?\s*(分钟|小时|工作日|天|日|周|星期|月|年)")
+_POINT_SPAN_CELL_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*个?\s*(分钟|小时|工作日|天|日|周|星期|月|年)$")
+SAME_SPAN_TOLERANCE = 0.05  # 「一年」 and 「12个月」 are one option (365 and 360 days)
+
+
+def _table_of(unit: Unit) -> tuple[list[str], list[list[str]]] | None:
+    """Return (header, rows) of the table in the unit's chunk that holds the unit's row, else None."""
+    header: list[str] = []
+    rows: list[list[str]] = []
+    lines = unit.chunk_text.splitlines()
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped.startswith("|"):
+            header, rows = [], []
+            continue
+        if _TABLE_SEP_RE.match(stripped):
+            continue
+        if i + 1 < len(lines) and _TABLE_SEP_RE.match(lines[i + 1].strip()):
+            header, rows = _cells(stripped), []
+            continue
+        cells = _cells(stripped)
+        if header and len(cells) == len(header):
+            rows.append(cells)
+            if "，".join(f"{h}：{c}" for h, c in zip(header, cells, strict=True) if c) == unit.text:
+                rest = [_cells(t) for t in lines[i + 1:]]
+                return header, rows + _rows_while(rest, len(header))
+    return None
+
+
+def _rows_while(lines: list[list[str]], width: int) -> list[list[str]]:
+    """Return the leading rows of ``width`` cells (the rest of the table after a row)."""
+    out: list[list[str]] = []
+    for cells in lines:
+        if len(cells) != width or not any(cells):
+            break
+        out.append(cells)
+    return out
+
+
+def _point_span(cell: str) -> float | None:
+    """Return a cell that is one span of time and nothing else (「30分钟」「2个小时」), in days."""
+    match = _POINT_SPAN_CELL_RE.match(_norm(cell).replace(" ", ""))
+    if not match:
+        return None
+    return float(match.group(1)) * _SPAN_SCALE[match.group(2)]
+
+
+def _other_row_option(question: Question, unit: Unit) -> list[str]:
+    """Return the option a table row is keyed by when the question states another (``[]`` if none).
+
+    「买1个小时多少钱」 against rows whose first cells are 「30分钟」 and 「全程」: that column lists
+    spans of time as options (each a bare span or a word, no bound), and neither row's is the
+    stated one, so neither prices it. A bounded first column (「满5年」「超过4小时」) states
+    conditions, which the quantity checks compare; a span the question asks for states nothing.
+    """
+    if not unit.row or question["slot"] == "duration":
+        return []
+    stated = [float(m.group(1)) * _SPAN_SCALE[m.group(2)] for m in _STATED_SPAN_RE.finditer(_norm(question["norm"]))]
+    table = _table_of(unit) if stated else None
+    if table is None:
+        return []
+    header, rows = table
+    keys = [r[0] for r in rows]
+    points = [_point_span(k) for k in keys]
+    if len(set(keys)) < 2 or not any(p is not None for p in points) \
+            or any(p is None and _SPAN_RE.search(_norm(k)) for k, p in zip(keys, points, strict=True)):
+        return []  # not a column of options, or one with a bound or range in it
+    mine = next(r for r in rows if "，".join(f"{h}：{c}" for h, c in zip(header, r, strict=True) if c) == unit.text)
+    point = _point_span(mine[0])
+    if point is not None and any(abs(point - s) <= SAME_SPAN_TOLERANCE * max(point, s) for s in stated):
+        return []
+    return [mine[0]] if mine[0] else []
 
 
 # A quantity that modifies a noun (「500米左右的泳道」「60升的柜子」) describes what is asked about:

@@ -775,3 +775,37 @@ def test_a_yes_no_on_two_payment_ways_at_once_needs_both():
     both = _chunk("gym#12", "私教课的课时费可用信用卡分期付款，分3期或6期。", "会员手册", "付款方式")
     assert answerability(question, [both]).answerable
     assert answerability(analyze_question("私教课能用信用卡付吗"), [cards]).answerable
+
+
+_PRIVATE_ROOM_TABLE = """| 时段 | 会员 | 非会员 |
+|---|---|---|
+| 1小时 | 60元 | 80元 |
+| 2小时 | 100元 | 140元 |
+| 包场半天 | 300元 | 400元 |"""
+
+
+def _table_row(text: str) -> Unit:
+    return Unit(id="e@0", evidence_id="e", doc_id="d", text=text, context=("会员手册", "私教房租用"), row=True,
+                chunk_text=_PRIVATE_ROOM_TABLE)
+
+
+def test_a_stated_option_picks_its_row_by_the_column_of_options():
+    hour = _table_row("时段：1小时，会员：60元，非会员：80元")
+    two = _table_row("时段：2小时，会员：100元，非会员：140元")
+    half_day = _table_row("时段：包场半天，会员：300元，非会员：400元")
+    q = analyze_question("会员订私教房3小时要付多少")
+    for row in (hour, two, half_day):
+        verdict = judge_unit(q, row)
+        assert not verdict.answers and verdict.qualifiers.conflicts.get("excluded")
+    stated = analyze_question("会员订私教房两小时要付多少")
+    assert judge_unit(stated, two).answers
+    assert not judge_unit(stated, hour).answers
+    assert judge_unit(analyze_question("会员订私教房要付多少"), two).answers  # no option stated: every row prices one
+
+
+def test_a_first_column_of_bounds_states_conditions_not_options():
+    table = "| 入会时长 | 续卡折扣 |\n|---|---|\n| 满1年 | 9折 |\n| 满3年 | 8折 |"
+    row = Unit(id="e@0", evidence_id="e", doc_id="d", text="入会时长：满1年，续卡折扣：9折",
+               context=("会员手册", "续卡优惠"), row=True, chunk_text=table)
+    verdict = judge_unit(analyze_question("入会2年了续卡折扣是几折"), row)
+    assert verdict.answers and not verdict.qualifiers.conflicts.get("excluded")
