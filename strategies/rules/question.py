@@ -1014,6 +1014,27 @@ def _is_anchor(word: str, flag: str, taken: set[str]) -> bool:
             and _general_idf(word) >= MIN_ANCHOR_IDF)
 
 
+# Nouns that ask for a description rather than name a class of things (「有什么区别」「哪些条件」):
+# the answer describes, it does not repeat the noun.
+_DESCRIPTION_NOUNS = frozenset("""
+区别 不同 差别 差异 方法 办法 方式 条件 情况 规定 规则 政策 要求 原因 理由 作用 影响 好处 坏处 内容 流程 步骤
+手续 后果 意思 用途 限制 事项 注意事项 问题 事 事情 东西 标准 讲究 说法 原则 程序 安排 措施 风险 特点 优势 特色
+变化 区域 地方 方面 部分 种类 类型 样子 情形
+""".split())
+
+
+def _is_asked_class(word: str, flag: str, taken: set[str]) -> bool:
+    """Return True for a noun right after 「什么/哪些」 that names the class of the asked things.
+
+    「要带哪些材料」「有哪些菜」: an everyday noun, too common to be an anchor by its rarity, still
+    names what the answer must be; a unit that never names it lists something else. A noun
+    asking for a description (``_DESCRIPTION_NOUNS``: 「区别」「条件」「后果」) names no class.
+    """
+    return (flag.startswith("n") and flag not in ("nr", "nrt", "ns") and bool(_HAN_RE.fullmatch(word[:1]))
+            and word not in _FORM_WORDS and word not in _DESCRIPTION_NOUNS and word not in taken
+            and not re.fullmatch(rf"(?:{_TIME_UNITS}|{_CLASSIFIERS})", word))
+
+
 @lru_cache(maxsize=8192)
 def _general_idf(word: str) -> float:
     """Return jieba's IDF of ``word`` in general Chinese (infinite for a word it does not list)."""
@@ -1048,7 +1069,10 @@ def question_anchors(norm: str, slot: Slot, quals: Mapping[str, Sequence[str]]) 
     before = next(((w, b) for w, f, a, b in reversed(pairs) if b <= span[0] and _is_anchor(w, f, taken)), None)
     out = []
     if slot == "none":  # 「什么/哪些 + N」: N, right after the interrogative
-        return [after[0]] if after and after[1] - span[1] <= MAX_ANCHOR_GAP // 2 else []
+        if after and after[1] - span[1] <= MAX_ANCHOR_GAP // 2:
+            return [after[0]]
+        named = next(((w, f) for w, f, a, b in pairs if a >= span[1]), None)
+        return [named[0]] if named and _is_asked_class(*named, taken) else []
     if after and after[1] - span[1] <= MAX_ANCHOR_GAP and not _ANCHOR_STOP_RE.search(norm[span[1]:after[1]]):
         out.append(after[0])
     if before and span[0] - before[1] <= MAX_ANCHOR_GAP and not _ANCHOR_STOP_RE.search(norm[before[1]:span[0]]):

@@ -809,3 +809,16 @@ def test_a_first_column_of_bounds_states_conditions_not_options():
                context=("会员手册", "续卡优惠"), row=True, chunk_text=table)
     verdict = judge_unit(analyze_question("入会2年了续卡折扣是几折"), row)
     assert verdict.answers and not verdict.qualifiers.conflicts.get("excluded")
+
+
+def test_a_which_question_is_answered_only_by_a_unit_naming_the_asked_class():
+    q = analyze_question("自助区的跑步机有哪些品牌")
+    assert q["slot"] == "none" and q["anchors"] == ["品牌"]  # an everyday noun, named right after 「哪些」
+    hours = _unit("自助区的跑步机每次限用30分钟，高峰时段须排队。", "会员手册", "自助区")
+    makes = _unit("自助区的跑步机为进口品牌，共12台。", "会员手册", "自助区")
+    assert judge_unit(q, hours).reason == "anchor absent"
+    assert judge_unit(q, makes).answers
+
+
+def test_a_noun_asking_for_a_description_names_no_class():
+    assert analyze_question("私教课和团课有哪些区别")["anchors"] == []
