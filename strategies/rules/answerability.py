@@ -1119,6 +1119,11 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     bind = subject_binding(subject, unit, weights, specific_term(weights), min_share)
     if asked in VALUE_SLOTS and fillers and bind.found:
         fillers = bound_fillers(fillers, unit, bind.found)
+    if asked in VALUE_SLOTS and fillers:
+        fillers = _aside_scoped(fillers, unit, question)
+    if asked == "amount" and fillers and not _THRESHOLD_ASKED_RE.search(question["norm"]):
+        norm = _norm(unit.text)  # 「满199元」 is the condition of a threshold, not what is charged
+        fillers = tuple(f for f in fillers if not _THRESHOLD_BEFORE_RE.search(norm[max(0, f.start - 3):f.start]))
     if asked in VALUE_SLOTS and fillers and unit.row:
         fillers = _cell_fillers(fillers, unit, subject)
     anchors = [a for a in question.get("anchors") or [] if vocab is None or vocab.document_frequency(a)]
@@ -1612,6 +1617,37 @@ def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str]) -
     norm = _norm(unit.text)
     return tuple(f for f in fillers if any(_term_present(t, _clause_of(norm, f)) for t in found)
                  or any(_term_present(t, _topic_before(norm, f)) for t in found))
+
+
+# A sum after 「满」 is the condition of a threshold; only a question about the threshold asks for it.
+_THRESHOLD_BEFORE_RE = re.compile(r"(?:实付|消费|订单)?满\s*$")
+_THRESHOLD_ASKED_RE = re.compile(r"满多少|满几|门槛|起步|多少钱?(?:以上|起|才)|最低|最少|至少|够多少")
+_PAREN_RE = re.compile(r"（[^（）]*）|\([^()]*\)")
+
+
+def _aside_scoped(fillers: Sequence[Filler], unit: Unit, question: Question) -> tuple[Filler, ...]:
+    """Return the fillers inside the aside that alone names a qualifier the question has.
+
+    「均为满99元（偏远省份满199元），不满收取8元」: the bracket states the exception for the
+    remote provinces, and only its own value (199元) is about them; the 8元 after it is the
+    general rule's. When the unit names the asked region, tier or payment way nowhere but in
+    such a bracket (and its headings do not name it), only the values inside that bracket are.
+    A bracket with no value of its own (「里程（白金卡、钻石卡）」) labels what it follows instead.
+    """
+    norm = _norm(unit.text)
+    asides = [(m.start(), m.end()) for m in _PAREN_RE.finditer(norm)]
+    if not asides:
+        return tuple(fillers)
+    heading = _norm(" ".join(unit.context))
+    for kind in ("region", "tier", "payment"):
+        for value in question["qualifiers"].get(kind, []):
+            spots = [m.start() for m in re.finditer(re.escape(value.lower()), norm)]
+            inside = [(a, b) for a, b in asides if any(a <= p < b for p in spots)]
+            kept = tuple(f for f in fillers if any(a <= f.start < b for a, b in inside))
+            if spots and kept and all(any(a <= p < b for a, b in inside) for p in spots) \
+                    and not _term_present(value, heading):
+                return kept
+    return tuple(fillers)
 
 
 _CONTINUES_RE = re.compile(r"^(?:最高|最低|最多|最少|至多|至少|不超过|不低于|不少于|上限|封顶|可以?|能够?|须|需要?|应当?|不得|不能|不可)")

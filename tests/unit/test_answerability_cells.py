@@ -822,3 +822,23 @@ def test_a_which_question_is_answered_only_by_a_unit_naming_the_asked_class():
 
 def test_a_noun_asking_for_a_description_names_no_class():
     assert analyze_question("私教课和团课有哪些区别")["anchors"] == []
+
+
+def test_a_value_in_a_bracket_is_the_only_one_about_the_region_the_bracket_names():
+    unit = _unit("寄件首重均为12元（海南、宁夏18元），超出首重的部分每公斤加收5元。", "寄件资费")
+    scoped = judge_unit(analyze_question("寄宁夏超出首重的部分每公斤加收多少钱"), unit)
+    assert "5元" not in [f.text for f in scoped.fillers]  # the general rule's value, not the bracket's
+    assert [f.text for f in judge_unit(analyze_question("超出首重的部分每公斤加收多少钱"), unit).fillers] == ["5元"]
+
+
+def test_a_sum_after_man_is_a_threshold_not_a_charge():
+    unit = _unit("店内消费满200元免停车费，不满收取停车费10元。", "停车")
+    assert "200元" not in [f.text for f in judge_unit(analyze_question("消费不到两百停车费收多少钱"), unit).fillers]
+    assert "200元" in [f.text for f in judge_unit(analyze_question("消费满多少免停车费"), unit).fillers]
+    assert "200元" in [f.text for f in judge_unit(analyze_question("消费多少钱以上才免停车费"), unit).fillers]
+
+
+def test_a_bracket_with_no_value_of_its_own_labels_what_it_follows():
+    unit = _row("项目：团课（银卡、金卡），费用：每节30元", "会员手册", "课程收费")
+    verdict = judge_unit(analyze_question("金卡上团课每节多少钱"), unit)
+    assert verdict.answers and [f.text for f in verdict.fillers] == ["30元"]
