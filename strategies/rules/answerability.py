@@ -1031,8 +1031,23 @@ _VALUE_FILLER_RE = re.compile(rf"(?!(?:{_YESNO_RE.pattern}|{_STATEMENT_RE.patter
                               rf"(?:{_AMOUNT_RE.pattern}|{_DURATION_RE.pattern}|{_COUNT_RE.pattern})")
 
 
-def _says_yes_or_no(norm: str, filler: Filler) -> bool:
-    """Return True when ``filler`` is a polarity word of ``norm`` (「可」「不支持」), not a value or a statement."""
+# Polarity words that are verbs of their own (「门店提供」「不参与折扣」): they say yes or no about
+# what they govern, so where the unit never names the asked act they answer only when what they
+# govern is the question's own subject (「不接受某某卡」 for 「能刷某某卡吗」).
+_LEXICAL_POLARITY_RE = re.compile(r"不?(?:提供|接受|参与|计入|享受|包含|适用)")
+MAX_OBJECT_GAP = 6  # characters between such a verb and its object
+
+
+def _says_yes_or_no(norm: str, filler: Filler, subject: Sequence[str] = ()) -> bool:
+    """Return True when ``filler`` is a polarity word of ``norm`` (「可」「不支持」), not a value or a statement.
+
+    A polarity verb of its own (``_LEXICAL_POLARITY_RE``) counts only with a term of ``subject``
+    as its object, right after it.
+    """
+    if _LEXICAL_POLARITY_RE.fullmatch(filler.text):
+        after = norm[filler.end:filler.end + MAX_OBJECT_GAP + max((len(t) for t in subject), default=0)]
+        after = _CLAUSE_RE.split(after)[0] if _CLAUSE_RE.search(after) else after
+        return any(_term_present(t, after) for t in subject)
     if norm[filler.start:filler.end] != filler.text:  # a filler of the heading over a list item
         return bool(_YESNO_RE.fullmatch(filler.text))
     match = _YESNO_RE.match(norm, filler.start)  # in place: 「可」 is a polarity word before a verb
@@ -1106,7 +1121,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if asked == "yesno" and fillers and not _states_asked_act(question["norm"], unit):
         kinds = _quantity_kinds(_norm(question["norm"]))  # 「入会3个月能…吗」: by the least time asked
         norm = _norm(unit.text)
-        fillers = tuple(f for f in fillers if _says_yes_or_no(norm, f)
+        fillers = tuple(f for f in fillers if _says_yes_or_no(norm, f, question_subject(question))
                         or (_VALUE_FILLER_RE.fullmatch(f.text) and _quantity_kinds(_norm(f.text)) & kinds))
     if asked == "procedure" and _REACH_ASKED_RE.search(question["norm"]):  # a way or a condition, no value
         fillers = _reach_fillers(unit)

@@ -842,3 +842,10 @@ def test_a_bracket_with_no_value_of_its_own_labels_what_it_follows():
     unit = _row("项目：团课（银卡、金卡），费用：每节30元", "会员手册", "课程收费")
     verdict = judge_unit(analyze_question("金卡上团课每节多少钱"), unit)
     assert verdict.answers and [f.text for f in verdict.fillers] == ["30元"]
+
+
+def test_a_polarity_verb_answers_whether_an_act_may_be_done_only_about_its_own_object():
+    towels = _row("服务：毛巾租用，价格：5元/条，说明：前台提供", "会员手册", "毛巾租用")
+    assert not judge_unit(analyze_question("毛巾能自己带吗"), towels).answers  # 提供 says the desk has them
+    cards = _unit("本馆不接受购物卡付款，可使用银联卡和扫码支付。", "会员手册", "付款")
+    assert judge_unit(analyze_question("能刷购物卡吗"), cards).answers  # 不接受 governs the card asked about
