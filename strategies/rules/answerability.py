@@ -50,6 +50,7 @@ from strategies.rules.question import (
     _tagged,
     _words,
     asking_clause,
+    is_plain_noun,
     tagged_words,
     word_edges,
 )
@@ -1502,22 +1503,6 @@ def _is_nominal(term: str) -> bool:
     return flag[:1] in ("n", "x", "j") or flag in ("eng", "vn", "an", "nz")
 
 
-_NOUN_TAGS = frozenset({"n", "nz", "j", "nr", "ns", "nt", "nrt", "nrfg"})
-
-
-@lru_cache(maxsize=8192)
-def _is_plain_noun(term: str) -> bool:
-    """Return True when jieba knows ``term`` as one noun or name (not a verbal noun like 「奖励」).
-
-    A verbal or abstract noun names a kind of thing (a reward, a fee) that the knowledge base
-    may state through its instances; only a concrete name can be missing from it.
-    """
-    import jieba.posseg as pseg
-
-    pairs = list(pseg.cut(term, HMM=False))
-    return len(pairs) == 1 and pairs[0].flag in _NOUN_TAGS
-
-
 @dataclass(frozen=True)
 class AnswerGate:
     """The answerability decision over a turn's evidence."""
@@ -1580,7 +1565,7 @@ def unknown_terms(question: Question, vocab: Vocabulary | None) -> list[str]:
     for term in question["subject_terms"]:
         if term not in asking and term in question["norm"]:
             continue
-        if len(term) < 2 or not _HAN_RE.search(term) or not _is_plain_noun(term):
+        if len(term) < 2 or not _HAN_RE.search(term) or not is_plain_noun(term):
             continue
         if vocab.document_frequency(term) or _general_idf(term) < MIN_ANCHOR_IDF:
             continue

