@@ -130,17 +130,17 @@ SPECIAL_REGIONS = frozenset({"香港", "澳门", "台湾"})
 _ABROAD_WORDS = ("国际", "境外", "国外", "海外", "出境")
 _REGIONAL_WORDS = ("港澳台", "港澳", "境外", "出境")
 # Words that scope a rule to the mainland, or to abroad, without naming a place: a policy's
-# 「国内航班」 and 「国际航班」 are two regimes, as 「国内取现」 and 「境外取现」 are.
+# 「国内包裹」 and 「国际包裹」 are two regimes, as 「国内漫游」 and 「境外漫游」 are.
 MAINLAND_WORDS = ("国内", "境内", "内地", "大陆")
 ABROAD_SCOPE_WORDS = ("国际",)
-_OPENING_SCOPE_WORDS = ("国内", "境内", "国际")  # these also open a compound (「国际航班」「国内游」)
+_OPENING_SCOPE_WORDS = ("国内", "境内", "国际")  # these also open a compound (「国际包裹」「国内游」)
 _BOTH_SCOPES_RE = re.compile(r"^(?:国内外|境内外|国际国内|海内外)")
 
 
 def scope_word(token: str) -> str | None:
     """Return the mainland or abroad scope word a token is or opens, else None.
 
-    「国际航班」 → 「国际」, 「国内」 → 「国内」, 「大陆」 → 「大陆」; 「国内外」 names both scopes and
+    「国际包裹」 → 「国际」, 「国内」 → 「国内」, 「大陆」 → 「大陆」; 「国内外」 names both scopes and
     「国际化」 is no scope, so neither counts. 「内地」「大陆」 count only as whole words.
     """
     if _BOTH_SCOPES_RE.match(token) or token.endswith("化"):

@@ -494,7 +494,7 @@ def _is_compound_regime(value: str, dims: Mapping[str, frozenset[str]]) -> bool:
 def _other_values(kind: str, question: Question, dims: Mapping[str, frozenset[str]]) -> list[str]:
     """Return the values of ``kind`` that would contradict the question's ones.
 
-    A question scoped only by a scope word (「国际航班…」「在国内…」) is contradicted by the
+    A question scoped only by a scope word (「国际包裹…」「国内寄件…」) is contradicted by the
     other scope's words alone (「国内」 for 「国际」; 「境外」「港澳台」… for 「国内」), not by a province.
     """
     asked = question["qualifiers"].get(kind, [])
@@ -1032,7 +1032,7 @@ _VALUE_FILLER_RE = re.compile(rf"(?!(?:{_YESNO_RE.pattern}|{_STATEMENT_RE.patter
                               rf"(?:{_AMOUNT_RE.pattern}|{_DURATION_RE.pattern}|{_COUNT_RE.pattern})")
 
 
-# Polarity words that are verbs of their own (「门店提供」「不参与折扣」): they say yes or no about
+# Polarity words that are verbs of their own (「前台提供」「不参与折扣」): they say yes or no about
 # what they govern, so where the unit never names the asked act they answer only when what they
 # govern is the question's own subject (「不接受某某卡」 for 「能刷某某卡吗」).
 _LEXICAL_POLARITY_RE = re.compile(r"不?(?:提供|接受|参与|计入|享受|包含|适用)")
@@ -1138,7 +1138,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if asked in VALUE_SLOTS and fillers:
         fillers = _aside_scoped(fillers, unit, question)
     if asked == "amount" and fillers and not _THRESHOLD_ASKED_RE.search(question["norm"]):
-        norm = _norm(unit.text)  # 「满199元」 is the condition of a threshold, not what is charged
+        norm = _norm(unit.text)  # 「满N元」 is the condition of a threshold, not what is charged
         fillers = tuple(f for f in fillers if not _THRESHOLD_BEFORE_RE.search(norm[max(0, f.start - 3):f.start]))
     if asked in VALUE_SLOTS and fillers and unit.row:
         fillers = _cell_fillers(fillers, unit, subject)
@@ -1282,11 +1282,11 @@ def _found(norm: str) -> list[tuple[str, float, int, int]]:
     return sorted(_quantities(norm) + _sums(norm) + _spans(norm, advance_only=True), key=lambda q: q[2])
 
 
-# An option the question states (「买1个小时」) selects a table's row by its first column when that
-# column lists options of that kind (「30分钟」「全程」): a row keyed by another option prices something else.
+# An option the question states (「订2小时」) selects a table's row by its first column when that
+# column lists options of that kind (「50分钟」「包场」): a row keyed by another option prices something else.
 _STATED_SPAN_RE = re.compile(r"(\d+(?:\.\d+)?)\s*个?\s*(分钟|小时|工作日|天|日|周|星期|月|年)")
 _POINT_SPAN_CELL_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*个?\s*(分钟|小时|工作日|天|日|周|星期|月|年)$")
-SAME_SPAN_TOLERANCE = 0.05  # 「一年」 and 「12个月」 are one option (365 and 360 days)
+SAME_SPAN_TOLERANCE = 0.05  # 「一年」 and 「十二个月」 are one option (365 and 360 days)
 
 
 def _table_of(unit: Unit) -> tuple[list[str], list[list[str]]] | None:
@@ -1324,7 +1324,7 @@ def _rows_while(lines: list[list[str]], width: int) -> list[list[str]]:
 
 
 def _point_span(cell: str) -> float | None:
-    """Return a cell that is one span of time and nothing else (「30分钟」「2个小时」), in days."""
+    """Return a cell that is one span of time and nothing else (「50分钟」「2个小时」), in days."""
     match = _POINT_SPAN_CELL_RE.match(_norm(cell).replace(" ", ""))
     if not match:
         return None
@@ -1334,9 +1334,9 @@ def _point_span(cell: str) -> float | None:
 def _other_row_option(question: Question, unit: Unit) -> list[str]:
     """Return the option a table row is keyed by when the question states another (``[]`` if none).
 
-    「买1个小时多少钱」 against rows whose first cells are 「30分钟」 and 「全程」: that column lists
+    「订2小时多少钱」 against rows whose first cells are 「50分钟」 and 「包场」: that column lists
     spans of time as options (each a bare span or a word, no bound), and neither row's is the
-    stated one, so neither prices it. A bounded first column (「满5年」「超过4小时」) states
+    stated one, so neither prices it. A bounded first column (「满N年」「超过N小时」) states
     conditions, which the quantity checks compare; a span the question asks for states nothing.
     """
     if not unit.row or question["slot"] == "duration":
@@ -1628,11 +1628,11 @@ _PAREN_RE = re.compile(r"（[^（）]*）|\([^()]*\)")
 def _aside_scoped(fillers: Sequence[Filler], unit: Unit, question: Question) -> tuple[Filler, ...]:
     """Return the fillers inside the aside that alone names a qualifier the question has.
 
-    「均为满99元（偏远省份满199元），不满收取8元」: the bracket states the exception for the
-    remote provinces, and only its own value (199元) is about them; the 8元 after it is the
+    「均为满M元（偏远省份满N元），不满另收K元」: the bracket states the exception for the
+    remote provinces, and only its own value (N元) is about them; the K元 after it is the
     general rule's. When the unit names the asked region, tier or payment way nowhere but in
     such a bracket (and its headings do not name it), only the values inside that bracket are.
-    A bracket with no value of its own (「里程（白金卡、钻石卡）」) labels what it follows instead.
+    A bracket with no value of its own (「团课（银卡、金卡）」) labels what it follows instead.
     """
     norm = _norm(unit.text)
     asides = [(m.start(), m.end()) for m in _PAREN_RE.finditer(norm)]

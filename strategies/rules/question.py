@@ -580,7 +580,7 @@ def _regions(text: str) -> list[str]:
         province = province_of(word)
         country = country_of(word) if flag in ("ns", "nr", "nrt") or len(word) >= 2 else None
         scope = scope_word(word)
-        if scope and not province:  # 「国际航班」「国内」: the mainland or abroad, no place named
+        if scope and not province:  # 「国际包裹」「国内」: the mainland or abroad, no place named
             found.append(scope)
         elif province:
             found += [word, province]
@@ -976,7 +976,7 @@ MIN_SYNONYM_MARGIN = 0.02  # over the next candidate: a near tie names no one wo
 def kb_synonyms(terms: Sequence[str], vocab: Vocabulary | None, embedder: Any) -> dict[str, str]:
     """Return {term: the knowledge base's word} for everyday words the knowledge base writes otherwise.
 
-    A customer writes 「好友」 or 「账号」 where the policy writes 「朋友」 or 「账户」. A plain noun the
+    A customer writes 「住址」 or 「门卡」 where the policy writes 「地址」 or 「出入卡」. A plain noun the
     knowledge base never uses (:func:`is_plain_noun`), whose embedding is within ``MIN_SYNONYM_SIMILARITY`` of one of the knowledge
     base's own words sharing a character with it, and clearly nearer that word than any other
     (``MIN_SYNONYM_MARGIN``), is read as that word. Nothing is read without an embedder.
@@ -987,7 +987,7 @@ def kb_synonyms(terms: Sequence[str], vocab: Vocabulary | None, embedder: Any) -
     for term in terms:
         if len(term) < 2 or not _HAN_RUN_RE.fullmatch(term) or not is_plain_noun(term) \
                 or vocab.document_frequency(term):
-            continue  # a verb's neighbours share a character, not a meaning (「解开」 is not 「重开」)
+            continue  # a verb's nearest words share a character with it, not its meaning
         candidates = sorted(w for w in vocab.words if set(w) & set(term) and w != term)
         if not candidates:
             continue
@@ -1082,7 +1082,7 @@ def _is_anchor(word: str, flag: str, taken: set[str]) -> bool:
             and _general_idf(word) >= MIN_ANCHOR_IDF)
 
 
-# Nouns that ask for a description rather than name a class of things (「有什么区别」「哪些条件」):
+# Nouns that ask for a description rather than name a class of things (「区别」「条件」):
 # the answer describes, it does not repeat the noun.
 _DESCRIPTION_NOUNS = frozenset("""
 区别 不同 差别 差异 方法 办法 方式 条件 情况 规定 规则 政策 要求 原因 理由 作用 影响 好处 坏处 内容 流程 步骤
@@ -1094,7 +1094,7 @@ _DESCRIPTION_NOUNS = frozenset("""
 def _is_asked_class(word: str, flag: str, taken: set[str]) -> bool:
     """Return True for a noun right after 「什么/哪些」 that names the class of the asked things.
 
-    「要带哪些材料」「有哪些菜」: an everyday noun, too common to be an anchor by its rarity, still
+    「要交哪些证件」「有哪些器械」: an everyday noun, too common to be an anchor by its rarity, still
     names what the answer must be; a unit that never names it lists something else. A noun
     asking for a description (``_DESCRIPTION_NOUNS``: 「区别」「条件」「后果」) names no class.
     """
