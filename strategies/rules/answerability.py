@@ -100,6 +100,11 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
+def _render_row(header: Sequence[str], cells: Sequence[str]) -> str:
+    """Return a table row as a unit's text: 「列名：值，…」 (empty cells left out)."""
+    return "，".join(f"{h}：{c}" for h, c in zip(header, cells, strict=True) if c)
+
+
 # 「- 早场：6:00开门。会员每次加收5元…」: the item's label names what its later sentences are about.
 _ITEM_LABEL_RE = re.compile(r"([^：:，,。；;（）()]{1,12})[：:]")
 
@@ -143,7 +148,7 @@ def _split_text(text: str) -> list[tuple[str, bool, str, str]]:
                 continue
             cells = _cells(stripped)
             if header and len(header) == len(cells):
-                out.append(("，".join(f"{h}：{c}" for h, c in zip(header, cells, strict=True) if c), True, "", ""))
+                out.append((_render_row(header, cells), True, "", ""))
             else:
                 out.append(("，".join(c for c in cells if c), True, "", ""))
             continue
@@ -1121,8 +1126,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                         for m in _DAY_RE.finditer(_norm(unit.text)))
     if asked == "yesno" and fillers and not _states_asked_act(question["norm"], unit):
         kinds = _quantity_kinds(_norm(question["norm"]))  # 「入会3个月能…吗」: by the least time asked
-        norm = _norm(unit.text)
-        fillers = tuple(f for f in fillers if _says_yes_or_no(norm, f, question_subject(question))
+        norm, objects = _norm(unit.text), question_subject(question)
+        fillers = tuple(f for f in fillers if _says_yes_or_no(norm, f, objects)
                         or (_VALUE_FILLER_RE.fullmatch(f.text) and _quantity_kinds(_norm(f.text)) & kinds))
     if asked == "procedure" and _REACH_ASKED_RE.search(question["norm"]):  # a way or a condition, no value
         fillers = _reach_fillers(unit)
@@ -1212,7 +1217,8 @@ def _quantities(norm: str) -> list[tuple[str, float, int, int]]:
 # Spans of time in days, for a condition stated as a span before an event (「起飞前7天以上」).
 _SPAN_SCALE = {"分钟": 1 / 1440, "小时": 1 / 24, "天": 1.0, "日": 1.0, "工作日": 1.0, "周": 7.0, "星期": 7.0,
                "月": 30.0, "年": 365.0}
-_SPAN_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(分钟|小时|工作日|天|日|周|星期|月|年)")
+_SPAN_UNITS = "分钟|小时|工作日|天|日|周|星期|月|年"
+_SPAN_RE = re.compile(rf"(\d+(?:\.\d+)?)\s*({_SPAN_UNITS})")
 _ABOVE_BEFORE_RE = re.compile(r"(?:≥|>|＞|(?<!不)(?:大于|超过|高于|满)|不少于|不低于|至少)\s*$")
 _BELOW_BEFORE_RE = re.compile(r"(?:≤|<|＜|(?<!不)(?:小于|低于|少于)|不超过|不到|未满|不足|至多|最多)\s*$")
 _ABOVE_AFTER_RE = re.compile(r"^\s*(?:及?以上|起)")
@@ -1284,8 +1290,8 @@ def _found(norm: str) -> list[tuple[str, float, int, int]]:
 
 # An option the question states (「订2小时」) selects a table's row by its first column when that
 # column lists options of that kind (「50分钟」「包场」): a row keyed by another option prices something else.
-_STATED_SPAN_RE = re.compile(r"(\d+(?:\.\d+)?)\s*个?\s*(分钟|小时|工作日|天|日|周|星期|月|年)")
-_POINT_SPAN_CELL_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*个?\s*(分钟|小时|工作日|天|日|周|星期|月|年)$")
+_STATED_SPAN_RE = re.compile(rf"(\d+(?:\.\d+)?)\s*个?\s*({_SPAN_UNITS})")
+_POINT_SPAN_CELL_RE = re.compile(rf"^(\d+(?:\.\d+)?)\s*个?\s*({_SPAN_UNITS})$")
 SAME_SPAN_TOLERANCE = 0.05  # 「一年」 and 「十二个月」 are one option (365 and 360 days)
 
 
@@ -1307,7 +1313,7 @@ def _table_of(unit: Unit) -> tuple[list[str], list[list[str]]] | None:
         cells = _cells(stripped)
         if header and len(cells) == len(header):
             rows.append(cells)
-            if "，".join(f"{h}：{c}" for h, c in zip(header, cells, strict=True) if c) == unit.text:
+            if _render_row(header, cells) == unit.text:
                 rest = [_cells(t) for t in lines[i + 1:]]
                 return header, rows + _rows_while(rest, len(header))
     return None
@@ -1351,7 +1357,7 @@ def _other_row_option(question: Question, unit: Unit) -> list[str]:
     if len(set(keys)) < 2 or not any(p is not None for p in points) \
             or any(p is None and _SPAN_RE.search(_norm(k)) for k, p in zip(keys, points, strict=True)):
         return []  # not a column of options, or one with a bound or range in it
-    mine = next(r for r in rows if "，".join(f"{h}：{c}" for h, c in zip(header, r, strict=True) if c) == unit.text)
+    mine = next(r for r in rows if _render_row(header, r) == unit.text)
     point = _point_span(mine[0])
     if point is not None and any(abs(point - s) <= SAME_SPAN_TOLERANCE * max(point, s) for s in stated):
         return []

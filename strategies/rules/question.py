@@ -976,10 +976,11 @@ MIN_SYNONYM_MARGIN = 0.02  # over the next candidate: a near tie names no one wo
 def kb_synonyms(terms: Sequence[str], vocab: Vocabulary | None, embedder: Any) -> dict[str, str]:
     """Return {term: the knowledge base's word} for everyday words the knowledge base writes otherwise.
 
-    A customer writes 「住址」 or 「门卡」 where the policy writes 「地址」 or 「出入卡」. A plain noun the
-    knowledge base never uses (:func:`is_plain_noun`), whose embedding is within ``MIN_SYNONYM_SIMILARITY`` of one of the knowledge
-    base's own words sharing a character with it, and clearly nearer that word than any other
-    (``MIN_SYNONYM_MARGIN``), is read as that word. Nothing is read without an embedder.
+    A customer writes 「住址」 or 「门卡」 where the policy writes 「地址」 or 「出入卡」. A plain noun
+    (:func:`is_plain_noun`) the knowledge base never uses is read as the one of the knowledge
+    base's own words sharing a character with it whose embedding is at least
+    ``MIN_SYNONYM_SIMILARITY`` near, and ``MIN_SYNONYM_MARGIN`` nearer than the next. Nothing is
+    read without an embedder.
     """
     if embedder is None or vocab is None or not vocab.texts:
         return {}
