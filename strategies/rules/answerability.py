@@ -503,9 +503,10 @@ def _other_values(kind: str, question: Question, dims: Mapping[str, frozenset[st
     other scope's words alone (「国内」 for 「国际」; 「境外」「港澳台」… for 「国内」), not by a province.
     """
     asked = question["qualifiers"].get(kind, [])
-    scopes = [o for a in asked for o in opposite_scope(a) if scope_word(a) == a]
-    if kind == "region" and scopes and all(scope_word(a) == a for a in asked):
-        return list(dict.fromkeys(scopes))
+    if kind == "region" and asked and all(scope_word(a) == a for a in asked):
+        scopes = [o for a in asked for o in opposite_scope(a)]
+        if scopes:
+            return list(dict.fromkeys(scopes))
     if kind == "region":
         same = {w for a in asked for w in _region_synonyms(a)} | {c for a in asked for c in containers_of(a)}
         mainland = list(MAINLAND_WORDS) if any(is_abroad(a) for a in asked) else []  # 首尔 is not 「国内」
@@ -1052,8 +1053,7 @@ def _says_yes_or_no(norm: str, filler: Filler, subject: Sequence[str] = ()) -> b
     """
     if _LEXICAL_POLARITY_RE.fullmatch(filler.text):
         after = norm[filler.end:filler.end + MAX_OBJECT_GAP + max((len(t) for t in subject), default=0)]
-        after = _CLAUSE_RE.split(after)[0] if _CLAUSE_RE.search(after) else after
-        return any(_term_present(t, after) for t in subject)
+        return any(_term_present(t, _CLAUSE_RE.split(after)[0]) for t in subject)
     if norm[filler.start:filler.end] != filler.text:  # a filler of the heading over a list item
         return bool(_YESNO_RE.fullmatch(filler.text))
     match = _YESNO_RE.match(norm, filler.start)  # in place: 「可」 is a polarity word before a verb

@@ -980,13 +980,15 @@ MAX_CACHED_WORDS = 50_000  # about 75 MB of 384-dimension vectors; cleared when 
 def _word_vectors(embedder: Any, words: Sequence[str]) -> Any:
     """Return the embeddings of ``words`` (one row each), each word embedded once per process."""
     name = str(getattr(embedder, "name", id(embedder)))
-    missing = [w for w in dict.fromkeys(words) if (name, w) not in _WORD_VECTOR_CACHE]
+    found: dict[str, Any] = {w: _WORD_VECTOR_CACHE.get((name, w)) for w in dict.fromkeys(words)}
+    missing = [w for w, vector in found.items() if vector is None]
     if missing:
+        fresh = np.asarray(embedder.embed_queries(missing), dtype=np.float32)
         if len(_WORD_VECTOR_CACHE) + len(missing) > MAX_CACHED_WORDS:
             _WORD_VECTOR_CACHE.clear()
-        for word, vector in zip(missing, np.asarray(embedder.embed_queries(missing), dtype=np.float32), strict=True):
-            _WORD_VECTOR_CACHE[(name, word)] = vector
-    return np.stack([_WORD_VECTOR_CACHE[(name, w)] for w in words])
+        for word, vector in zip(missing, fresh, strict=True):
+            found[word] = _WORD_VECTOR_CACHE[(name, word)] = vector
+    return np.stack([found[w] for w in words])  # from this call's own rows: another turn may clear the cache
 
 
 def kb_synonyms(terms: Sequence[str], vocab: Vocabulary | None, embedder: Any) -> dict[str, str]:
