@@ -45,6 +45,7 @@ class Evidence(TypedDict):
     version_frame: NotRequired[str]  # "in_force_old" | "not_yet_in_force": see strategies.rules.versions
     in_force_on_date: NotRequired[bool]  # its document governed the question's dated event (ditto)
     heading_path: NotRequired[list[str]]
+    category: NotRequired[str]  # chunk evidence: its document's declared category (front matter), if any
     query_index: NotRequired[int]  # which rewritten query found it
     rank: NotRequired[int]  # its rank in that query's hits
     brief: NotRequired[str]  # tool evidence: the lines a short answer states (subset of text)

@@ -82,6 +82,8 @@ class Unit:
         chunk_text: The whole text of the item (for presence of a qualifier in the chunk).
         label: The label of the list item a later sentence belongs to (「早场」 of
             「- 早场：6:00开门。会员每次加收5元…」), else ``""``.
+        category: The document's declared category (its front matter), which scopes every unit
+            of it as its title does; ``""`` when none.
 
     """
 
@@ -94,6 +96,7 @@ class Unit:
     superseded: bool = False
     chunk_text: str = ""
     label: str = ""
+    category: str = ""
 
 
 def _cells(line: str) -> list[str]:
@@ -181,7 +184,7 @@ def evidence_units(evidence: Sequence[Mapping[str, Any]], *, include_tools: bool
         for n, (piece, row, label, faq) in enumerate(_split_text(text)):
             units.append(Unit(id=f"{item.get('id')}@{n}", evidence_id=str(item.get("id")),
                               doc_id=str(item.get("doc_id", "")), text=piece, context=(*context, faq) if faq else context,
-                              row=row, label=label,
+                              row=row, label=label, category=str(item.get("category") or ""),
                               superseded=bool(item.get("superseded")), chunk_text=text))
     return units
 
@@ -446,9 +449,12 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
                     required: str | None = None, threshold: float = MIN_SUBJECT_SHARE) -> Binding:
     """Return how much of ``subject`` the unit (and its heading path) carries.
 
-    A term counts when it occurs in the unit's text or its title/heading path (a long term also
-    when most of its character bigrams do; a city also via its province). At least one found
-    term must be in the unit itself or its last heading (the heading it answers).
+    A term counts when it occurs in the unit's text, its title/heading path or its document's
+    declared category (a long term also when most of its character bigrams do; a city also via
+    its province); a word naming the kind of answer asked for (「要钱」「收费」, 「限制」, 「要求」)
+    counts when the unit states one (a price or 「免费」, a limit, a condition), never by its mere
+    absence. At least one found term must be in the unit itself or its last heading (the heading
+    it answers).
 
     Args:
         subject: The question's subject terms.
@@ -462,13 +468,13 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
         return Binding(1.0, (), (), True, threshold=threshold)
     body = _norm(unit.text)
     near = body + " " + _norm(unit.context[-1]) if unit.context else body
-    whole = near + " " + _norm(" ".join(unit.context))
-    found = [t for t in subject if _term_present(t, whole)]
+    whole = near + " " + _norm(" ".join([unit.category, *unit.context]))
+    found = [t for t in subject if _term_present(t, whole) or _kind_stated(t, body)]
     missing = [t for t in subject if t not in found]
     w = weights or {}
     total = sum(w.get(t, 1.0) for t in subject)
     share = sum(w.get(t, 1.0) for t in found) / total if total else 1.0
-    in_unit = any(_term_present(t, near) for t in found)
+    in_unit = any(_term_present(t, near) or _kind_stated(t, body) for t in found)
     return Binding(share, tuple(found), tuple(missing), in_unit, required is None or required in found, threshold)
 
 
@@ -572,7 +578,7 @@ def qualifier_check(question: Question, unit: Unit,
     """
     dims = dims or {}
     near = _norm(unit.text + " " + " ".join(unit.context))
-    chunk = _norm(unit.chunk_text)
+    chunk = _norm(unit.chunk_text + " " + unit.category)  # the document's category scopes it as a whole
     matched: dict[str, list[str]] = {}
     conflicts: dict[str, list[str]] = {}
     absent: dict[str, list[str]] = {}
@@ -1147,7 +1153,10 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers = tuple(f for f in fillers if not _THRESHOLD_BEFORE_RE.search(norm[max(0, f.start - 3):f.start]))
     if asked in VALUE_SLOTS and fillers and unit.row:
         fillers = _cell_fillers(fillers, unit, subject)
-    anchors = [a for a in question.get("anchors") or [] if vocab is None or vocab.document_frequency(a)]
+    if asked == "duration" and fillers:
+        fillers = _headed_durations(fillers, unit, question)
+    anchors = [a for a in question.get("anchors") or [] if vocab is None or vocab.document_frequency(a)
+               or _VALUE_ANCHOR_RE.fullmatch(a)]  # 「要钱吗」 is answered by a price, not by the word
     if asked in VALUE_SLOTS and fillers:
         fillers = shaped_fillers(fillers, unit, anchors, _asked_bound(question), question.get("measure", ""),
                                  face_values=any(_INSTRUMENT_RE.search(t) for t in [*anchors, *subject]))
@@ -1177,6 +1186,39 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     elif not quals.ok:
         reason = "qualifier conflict" if quals.conflicts else "qualifier absent"
     return UnitVerdict(unit, not reason, fillers, bind, quals, reason)
+
+
+# 「<词>几周后会…」「<词>了几个小时就…」: a span followed by what then happens is the length of
+# the word right before it (「<词>多久<动作>」 asks instead how long until the act after it).
+_SPAN_HEAD_RE = re.compile(r"([\u4e00-\u9fff]{2,4}?)(?:了|的)?(?:(?:多少|几)(?:个)?(?:工作日|天|日|小时|分钟|周|星期|月|年)"
+                           r"|多久|多长时间)(?:以上|以后|之后|后)?(?:会|就|将|便)")
+
+
+def _span_heads(question: Question) -> list[str]:
+    """Return the question's terms that the asked span of time is the length of (「<词>多少天」)."""
+    terms = [*(question.get("anchors") or []), *question_subject(question)]
+    heads: list[str] = []
+    for m in _SPAN_HEAD_RE.finditer(question["norm"]):
+        before = m.group(1)
+        heads += [t for t in terms if len(t) >= 2 and before.endswith(t)]
+    return list(dict.fromkeys(heads))
+
+
+def _headed_durations(fillers: Sequence[Filler], unit: Unit, question: Question) -> tuple[Filler, ...]:
+    """Keep the spans of time that are the length of what the question measures.
+
+    「<词>几周后会…」 asks how long <词> lasts. In a unit that names <词>, a span in the clause
+    naming it answers, and a span in a clause about another act (「<词>…后，<另一动作>需N天」)
+    is that act's. A row (its labels say what each cell is), a unit not naming <词> (it goes
+    on under its heading) and a question naming no such word keep every span.
+    """
+    heads = _span_heads(question)
+    if not heads:
+        return tuple(fillers)
+    norm = _norm(unit.text)
+    if unit.row or not any(_term_present(h, norm) for h in heads):
+        return tuple(fillers)  # a row has its labels; a unit not naming the word goes on under its heading
+    return tuple(f for f in fillers if any(_term_present(h, _clause_of(norm, f)) for h in heads))
 
 
 def _reach_fillers(unit: Unit) -> tuple[Filler, ...]:
@@ -1814,6 +1856,28 @@ def _anchored(unit: Unit, anchors: Sequence[str]) -> bool:
 _DISCOUNT_ANCHOR_RE = re.compile(r"折扣|打折|折")
 _DISCOUNT_VALUE_RE = re.compile(r"\d+(?:\.\d+)?\s*折")
 _CHARGE_ANCHOR_RE = re.compile(r"(?:[要收加花掏付交补]|多[收交付])钱|收费|要费用|[加另]收|扣钱")
+_LIMIT_ASKED_RE = re.compile(r"限制|限额|上限")
+_CONDITION_ASKED_RE = re.compile(r"要求|条件")
+
+
+def _kind_stated(term: str, body: str) -> bool:
+    """Return True when ``term`` names the kind of answer asked for and ``body`` states one.
+
+    「要钱吗」「收费吗」 is bound by a price (「每次2元」) or by 「免费」; 「有没有…限制」 by a stated
+    limit (「最多」「不超过」「不限」); 「有哪些要求」 by a stated condition (「须」「满…」) or limit;
+    never by the word itself alone.
+    """
+    parts = term.split(ALTERNATIVES)
+    if any(_CHARGE_ANCHOR_RE.fullmatch(t) for t in parts):
+        return bool(_FREE_RE.search(body) or _MONEY_VALUE_RE.search(body))
+    if any(_LIMIT_ASKED_RE.fullmatch(t) for t in parts):
+        return bool(_BOUND_CELL_RE.search(body))
+    if any(_CONDITION_ASKED_RE.fullmatch(t) for t in parts):
+        return bool(_CONDITION_RE.search(body) or _BOUND_CELL_RE.search(body))
+    return False
+
+
+_VALUE_ANCHOR_RE = re.compile(rf"{_DISCOUNT_ANCHOR_RE.pattern}|{_CHARGE_ANCHOR_RE.pattern}")
 _FREE_RE = re.compile(r"免费|不收|免收|不另收|不额外收|不加收")
 _MONEY_VALUE_RE = re.compile(rf"\d\s*(?:{_MONEY_UNITS})|[¥￥]\s*\d")
 

@@ -44,7 +44,7 @@ def hit_to_evidence(hit: Hit) -> Evidence:
     raw = {"score": hit.score, "bm25": hit.bm25, "dense": hit.dense, "fused": hit.fused,
            "rerank": hit.rerank}
     scores = cast(Scores, {k: round(float(v), 6) for k, v in raw.items() if v is not None})
-    return {
+    item: Evidence = {
         "id": chunk.chunk_id, "kind": "chunk", "doc_id": chunk.doc_id, "title": chunk.title,
         "text": chunk.text, "source": chunk.source, "version": chunk.version,
         "effective_date": chunk.effective_date,
@@ -53,6 +53,10 @@ def hit_to_evidence(hit: Hit) -> Evidence:
         "heading_path": list(chunk.heading_path),
         "scores": scores,
     }
+    category = chunk.metadata.get("category")
+    if isinstance(category, str) and category.strip():
+        item["category"] = category.strip()
+    return item
 
 
 _MONEY_FIELDS = {"amount", "total", "total_amount", "pay_amount", "price", "goods_amount",

@@ -735,6 +735,13 @@ def _speaker_time(norm: str, word: str, flag: str) -> bool:
     return bool(spots) and all(re.search(r"\d\s*$", norm[:at]) for at in spots)
 
 
+# Words that say what kind of answer is asked, not what it is about: whether it can be done at
+# all (「能不能」「…不了」) or that it comes on top (「额外」). Tokens for retrieval still. (A word
+# asking for a charge, a limit or a condition, 「要钱吗」「有没有…限制」, stays a term: a unit
+# binds it by stating a price, a limit or a condition; see ``answerability._kind_stated``.)
+_ASKED_FORM_RE = re.compile(r"不能|不了|额外")
+
+
 def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], list[str]]:
     """Return (tokens, subject terms): content words minus form words and qualifier values."""
     pairs = [(w, f) for w, f in _words(norm) if (_HAN_RE.search(w) or re.search(r"[a-z0-9]", w))
@@ -747,7 +754,7 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
             continue
         if _time_reference(norm, word) or _MEASURED_RE.fullmatch(word) or _speaker_time(norm, word, flag):
             continue
-        if _is_function(flag) or word in _BOUND_WORDS:
+        if _is_function(flag) or word in _BOUND_WORDS or _ASKED_FORM_RE.fullmatch(word):
             continue
         if len(word) >= 2 and not word.isdigit() or flag == "n":
             subject.append(word)

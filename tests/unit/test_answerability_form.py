@@ -355,7 +355,7 @@ def test_in_advance_and_counted_time_units_are_not_subject_terms():
 def test_a_modal_glued_to_the_asked_verb_is_no_subject_term():
     assert "能带" not in analyze_question("一张卡最多能带几个人")["subject_terms"]
     assert "会员" in analyze_question("会员多少钱")["subject_terms"]  # a common word stays whole
-    assert "要求" in analyze_question("有年龄要求吗")["subject_terms"]
+    assert "要求" in analyze_question("有身高要求吗")["subject_terms"]
 
 
 def test_a_unit_on_a_sibling_of_a_subject_noun_it_lacks_does_not_answer():
@@ -496,3 +496,92 @@ def test_a_price_is_no_range_that_contradicts_what_the_customer_spent():
 def test_a_threshold_in_prose_states_both_sides_of_a_sum_the_customer_names():
     # 「满199元…，不满…」 answers a customer who spends less: it is no other tier's rule.
     assert _answers("买150元的护具，邮费多少", "护具满199元包邮，不满收取12元邮费。", "会员手册", "商城")
+
+
+def _scoped_unit(text: str, category: str) -> Unit:
+    return Unit(id="e@0", evidence_id="e", doc_id="d", text=text, context=("换卡须知",), chunk_text=text,
+                category=category)
+
+
+def test_a_documents_category_scopes_its_units():
+    q = analyze_question("储蓄卡换卡要几天")
+    text = "换卡需5个工作日制作完成。"
+    assert not judge_unit(q, _scoped_unit(text, "")).answers  # nothing says whose cards these are
+    verdict = judge_unit(q, _scoped_unit(text, "储蓄卡业务"))
+    assert verdict.answers and "储蓄卡" in verdict.binding.found
+
+
+def test_the_category_reaches_units_through_the_evidence_item():
+    item = {"id": "e", "text": "换卡需5个工作日制作完成。", "title": "换卡须知", "category": "储蓄卡业务"}
+    assert {u.category for u in evidence_units([item])} == {"储蓄卡业务"}
+    assert {u.category for u in evidence_units([{**item, "category": ""}])} == {""}
+
+
+@pytest.mark.parametrize(("text", "answers"), [
+    ("补缴全部欠费后，冻结的会员卡可申请解冻，解冻需2个工作日。", False),  # the span is 解冻's
+    ("会员卡欠费满15天即冻结，停止入场。", True),
+    ("逾时未缴的，第16天起冻结。", True),  # names no 欠费: goes on under its heading
+])
+def test_a_span_answers_only_in_the_clause_of_what_it_measures(text, answers):
+    q = analyze_question("会员卡欠费多少天会被冻结")
+    assert judge_unit(q, _unit(text, "会员卡欠费处理")).answers is answers
+
+
+@pytest.mark.parametrize(("question", "word"), [
+    ("储物柜坏了能不能换一个", "不能"), ("储物柜额外加锁吗", "额外"),
+])
+def test_words_of_the_asked_form_are_no_subject_terms(question, word):
+    assert word not in analyze_question(question)["subject_terms"]
+
+
+@pytest.mark.parametrize(("question", "text"), [
+    ("游泳馆的储物柜要钱吗", "储物柜免费使用，离馆时请清空。"),  # 「免费」 answers whether it costs money
+    ("游泳馆的储物柜收费吗", "储物柜每次2元。"),
+])
+def test_a_charge_question_binds_without_its_charge_word(question, text):
+    assert _answers(question, text, "游泳馆与攀岩课须知")
+
+
+def test_a_chunks_category_is_carried_onto_its_evidence():
+    from knowledge.types import Chunk, Hit
+    from strategies.rules.evidence import hit_to_evidence
+
+    chunk = Chunk(chunk_id="c1", doc_id="d", title="换卡须知", text="换卡需5个工作日。", retrieval_text="换卡",
+                  metadata={"status": "current", "category": "储蓄卡业务"})
+    assert hit_to_evidence(Hit(chunk=chunk, score=1.0))["category"] == "储蓄卡业务"
+    bare = Chunk(chunk_id="c2", doc_id="d", title="换卡须知", text="换卡需5个工作日。", retrieval_text="换卡")
+    assert "category" not in hit_to_evidence(Hit(chunk=bare, score=1.0))
+
+
+@pytest.mark.parametrize(("text", "answers"), [
+    ("储物柜可凭手环自助开启，离馆前取出物品。", False),  # says nothing of money
+    ("储物柜免费使用，凭手环开启。", True),
+    ("储物柜每次2元，凭手环开启。", True),
+])
+def test_a_charge_word_the_kb_never_writes_still_asks_for_a_price(text, answers):
+    texts = ["储物柜可凭手环自助开启，离馆前取出物品。", "储物柜免费使用，凭手环开启。", "储物柜每次2元，凭手环开启。"]
+    vocab = build_vocabulary([["场馆须知", "储物柜"]], texts)
+    assert not vocab.document_frequency("交钱")
+    q = analyze_question("储物柜要交钱吗", [], vocab)
+    assert judge_unit(q, _unit(text, "场馆须知", "储物柜"), vocab=vocab).answers is answers
+
+
+@pytest.mark.parametrize(("question", "text", "answers"), [
+    ("团课人数有限制吗", "团课人数每节最多20人。", True),  # a stated limit binds 「限制」
+    ("团课人数有限制吗", "团课人数登记后即可开课。", False),  # no limit stated
+    ("报名团课有哪些要求", "报名团课须年满13周岁。", True),  # a stated condition binds 「要求」
+    ("报名团课有哪些要求", "报名团课后可在前台领取手环。", False),
+])
+def test_a_limit_or_condition_word_binds_where_one_is_stated(question, text, answers):
+    assert _answers(question, text, "场馆须知") is answers
+
+
+def test_a_charge_word_counts_only_where_a_price_or_free_is_stated():
+    from strategies.rules.answerability import subject_binding
+
+    free = subject_binding(["团课", "缺席", "收费"], _unit("团课提前一天取消不收取费用。"))
+    assert "收费" in free.found and free.missing == ("缺席",)
+    priced = subject_binding(["团课", "缺席", "收费"], _unit("团课缺席一次扣费30元。"))
+    assert priced.share == pytest.approx(1.0) and priced.missing == ()
+    unpriced = subject_binding(["团课", "缺席", "收费"], _unit("团课缺席三次将暂停预约。"))
+    assert "收费" in unpriced.missing  # nothing about money: the word stays unmet
