@@ -469,12 +469,13 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
     body = _norm(unit.text)
     near = body + " " + _norm(unit.context[-1]) if unit.context else body
     whole = near + " " + _norm(" ".join([unit.category, *unit.context]))
-    found = [t for t in subject if _term_present(t, whole) or _kind_stated(t, body)]
+    stated = {t for t in subject if _kind_stated(t, body)}  # met in the unit itself, like a term in it
+    found = [t for t in subject if t in stated or _term_present(t, whole)]
     missing = [t for t in subject if t not in found]
     w = weights or {}
     total = sum(w.get(t, 1.0) for t in subject)
     share = sum(w.get(t, 1.0) for t in found) / total if total else 1.0
-    in_unit = any(_term_present(t, near) or _kind_stated(t, body) for t in found)
+    in_unit = any(t in stated or _term_present(t, near) for t in found)
     return Binding(share, tuple(found), tuple(missing), in_unit, required is None or required in found, threshold)
 
 
@@ -1154,7 +1155,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if asked in VALUE_SLOTS and fillers and unit.row:
         fillers = _cell_fillers(fillers, unit, subject)
     if asked == "duration" and fillers:
-        fillers = _headed_durations(fillers, unit, question)
+        fillers = _headed_durations(fillers, unit, question, subject)
     anchors = [a for a in question.get("anchors") or [] if vocab is None or vocab.document_frequency(a)
                or _VALUE_ANCHOR_RE.fullmatch(a)]  # 「要钱吗」 is answered by a price, not by the word
     if asked in VALUE_SLOTS and fillers:
@@ -1194,9 +1195,9 @@ _SPAN_HEAD_RE = re.compile(r"([\u4e00-\u9fff]{2,4}?)(?:了|的)?(?:(?:多少|几
                            r"|多久|多长时间)(?:以上|以后|之后|后)?(?:会|就|将|便)")
 
 
-def _span_heads(question: Question) -> list[str]:
-    """Return the question's terms that the asked span of time is the length of (「<词>多少天」)."""
-    terms = [*(question.get("anchors") or []), *question_subject(question)]
+def _span_heads(question: Question, subject: Sequence[str]) -> list[str]:
+    """Return the question's terms (``subject``: :func:`question_subject`) that the asked span of time is the length of."""
+    terms = [*(question.get("anchors") or []), *subject]
     heads: list[str] = []
     for m in _SPAN_HEAD_RE.finditer(question["norm"]):
         before = m.group(1)
@@ -1204,7 +1205,8 @@ def _span_heads(question: Question) -> list[str]:
     return list(dict.fromkeys(heads))
 
 
-def _headed_durations(fillers: Sequence[Filler], unit: Unit, question: Question) -> tuple[Filler, ...]:
+def _headed_durations(fillers: Sequence[Filler], unit: Unit, question: Question,
+                      subject: Sequence[str]) -> tuple[Filler, ...]:
     """Keep the spans of time that are the length of what the question measures.
 
     「<词>几周后会…」 asks how long <词> lasts. In a unit that names <词>, a span in the clause
@@ -1212,7 +1214,7 @@ def _headed_durations(fillers: Sequence[Filler], unit: Unit, question: Question)
     is that act's. A row (its labels say what each cell is), a unit not naming <词> (it goes
     on under its heading) and a question naming no such word keep every span.
     """
-    heads = _span_heads(question)
+    heads = _span_heads(question, subject)
     if not heads:
         return tuple(fillers)
     norm = _norm(unit.text)
@@ -1850,7 +1852,7 @@ def _anchored(unit: Unit, anchors: Sequence[str]) -> bool:
     body = _norm(unit.text)
     if any(_DISCOUNT_ANCHOR_RE.fullmatch(a) for a in anchors) and _DISCOUNT_VALUE_RE.search(body):
         return True
-    return any(_CHARGE_ANCHOR_RE.fullmatch(a) for a in anchors) and bool(_FREE_RE.search(body) or _MONEY_VALUE_RE.search(body))
+    return any(_CHARGE_ANCHOR_RE.fullmatch(a) for a in anchors) and _states_charge(body)
 
 
 _DISCOUNT_ANCHOR_RE = re.compile(r"折扣|打折|折")
@@ -1869,12 +1871,17 @@ def _kind_stated(term: str, body: str) -> bool:
     """
     parts = term.split(ALTERNATIVES)
     if any(_CHARGE_ANCHOR_RE.fullmatch(t) for t in parts):
-        return bool(_FREE_RE.search(body) or _MONEY_VALUE_RE.search(body))
+        return _states_charge(body)
     if any(_LIMIT_ASKED_RE.fullmatch(t) for t in parts):
         return bool(_BOUND_CELL_RE.search(body))
     if any(_CONDITION_ASKED_RE.fullmatch(t) for t in parts):
         return bool(_CONDITION_RE.search(body) or _BOUND_CELL_RE.search(body))
     return False
+
+
+def _states_charge(body: str) -> bool:
+    """Return True when a unit's text says what something costs: a sum of money, or that it is free."""
+    return bool(_FREE_RE.search(body) or _MONEY_VALUE_RE.search(body))
 
 
 _VALUE_ANCHOR_RE = re.compile(rf"{_DISCOUNT_ANCHOR_RE.pattern}|{_CHARGE_ANCHOR_RE.pattern}")

@@ -739,7 +739,7 @@ def _speaker_time(norm: str, word: str, flag: str) -> bool:
 # all (「能不能」「…不了」) or that it comes on top (「额外」). Tokens for retrieval still. (A word
 # asking for a charge, a limit or a condition, 「要钱吗」「有没有…限制」, stays a term: a unit
 # binds it by stating a price, a limit or a condition; see ``answerability._kind_stated``.)
-_ASKED_FORM_RE = re.compile(r"不能|不了|额外")
+_ASKED_FORM_WORDS = frozenset({"不能", "不了", "额外"})
 
 
 def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], list[str]]:
@@ -754,7 +754,7 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
             continue
         if _time_reference(norm, word) or _MEASURED_RE.fullmatch(word) or _speaker_time(norm, word, flag):
             continue
-        if _is_function(flag) or word in _BOUND_WORDS or _ASKED_FORM_RE.fullmatch(word):
+        if _is_function(flag) or word in _BOUND_WORDS or word in _ASKED_FORM_WORDS:
             continue
         if len(word) >= 2 and not word.isdigit() or flag == "n":
             subject.append(word)
