@@ -469,7 +469,7 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
     body = _norm(unit.text)
     near = body + " " + _norm(unit.context[-1]) if unit.context else body
     whole = near + " " + _norm(" ".join([unit.category, *unit.context]))
-    stated = {t for t in subject if _kind_stated(t, body)}  # met in the unit itself, like a term in it
+    stated = {t for t in subject if _kind_stated(t, unit)}  # met in the unit itself, like a term in it
     found = [t for t in subject if t in stated or _term_present(t, whole)]
     missing = [t for t in subject if t not in found]
     w = weights or {}
@@ -1109,6 +1109,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     fillers = tuple(slot_fillers(asked, unit.text))
     if not fillers and unit.row and asked in VALUE_SLOTS:
         fillers = _heading_unit_fillers(asked, unit)
+    if not fillers and unit.row and asked == "yesno" and _charge_anchored(question):
+        fillers = _heading_unit_fillers("amount", unit)  # 「…还得交钱吗」: a priced cell says how much, 0 included
     if not fillers and asked == "yesno":
         fillers = _negated_predicate(question["norm"], unit.text)
     if not fillers and asked == "yesno" and unit.context and _is_list_item(unit) \
@@ -1606,7 +1608,8 @@ def unknown_terms(question: Question, vocab: Vocabulary | None) -> list[str]:
     is not everyday Chinese (jieba's IDF at least ``MIN_ANCHOR_IDF``, unlike 「东西」), names a thing the
     knowledge base does not cover: no unit can answer about it. Latin words (product codes,
     English) and single characters are left to binding, and so is a word of a clause that
-    only sets the scene (「我家小狗生病了，…」): the clause that asks decides.
+    only sets the scene (「我家小狗生病了，…」): the clause that asks decides. A word asking for
+    the kind of value (「还得交钱吗」: a price) names no thing; the units' values answer it.
     """
     if vocab is None or not vocab.texts:
         return []
@@ -1615,14 +1618,27 @@ def unknown_terms(question: Question, vocab: Vocabulary | None) -> list[str]:
     for term in question["subject_terms"]:
         if term not in asking and term in question["norm"]:
             continue
-        if len(term) < 2 or not _HAN_RE.search(term) or not is_plain_noun(term):
-            continue
+        if len(term) < 2 or not _HAN_RE.search(term) or not is_plain_noun(term) or _asks_charge(term, question["norm"]):
+            continue  # 「还得交钱吗」 asks for a price, which the knowledge base states in its own words
         if vocab.document_frequency(term) or _general_idf(term) < MIN_ANCHOR_IDF:
             continue
         if len(term) >= 3 and any(_term_present(term, t) for t in vocab.texts):
             continue
         out.append(term)
     return out
+
+
+# A charge word asked about ends its clause or meets the question's particle (「还得交钱吗」「收不收钱」);
+# one followed by another verb is the means of that act (「交钱升级」: paying to get something).
+_ASKED_AFTER_RE = re.compile(r"\s*(?:吗|么|嘛|呢|不|没有?|[？?。，,；;！!]|$)")
+
+
+def _asks_charge(term: str, norm: str) -> bool:
+    """Return True when ``term`` is a charge word (:data:`_VALUE_ANCHOR_RE`) that the question asks about."""
+    if not _VALUE_ANCHOR_RE.fullmatch(term):
+        return False
+    at = norm.find(term)
+    return at >= 0 and bool(_ASKED_AFTER_RE.match(norm, at + len(term)))
 
 
 def question_subject(question: Question) -> list[str]:
@@ -1852,7 +1868,7 @@ def _anchored(unit: Unit, anchors: Sequence[str]) -> bool:
     body = _norm(unit.text)
     if any(_DISCOUNT_ANCHOR_RE.fullmatch(a) for a in anchors) and _DISCOUNT_VALUE_RE.search(body):
         return True
-    return any(_CHARGE_ANCHOR_RE.fullmatch(a) for a in anchors) and _states_charge(body)
+    return any(_CHARGE_ANCHOR_RE.fullmatch(a) for a in anchors) and _states_charge(unit)
 
 
 _DISCOUNT_ANCHOR_RE = re.compile(r"折扣|打折|折")
@@ -1862,16 +1878,17 @@ _LIMIT_ASKED_RE = re.compile(r"限制|限额|上限")
 _CONDITION_ASKED_RE = re.compile(r"要求|条件")
 
 
-def _kind_stated(term: str, body: str) -> bool:
-    """Return True when ``term`` names the kind of answer asked for and ``body`` states one.
+def _kind_stated(term: str, unit: Unit) -> bool:
+    """Return True when ``term`` names the kind of answer asked for and the unit states one.
 
     「要钱吗」「收费吗」 is bound by a price (「每次2元」) or by 「免费」; 「有没有…限制」 by a stated
     limit (「最多」「不超过」「不限」); 「有哪些要求」 by a stated condition (「须」「满…」) or limit;
     never by the word itself alone.
     """
     parts = term.split(ALTERNATIVES)
+    body = _norm(unit.text)
     if any(_CHARGE_ANCHOR_RE.fullmatch(t) for t in parts):
-        return _states_charge(body)
+        return _states_charge(unit)
     if any(_LIMIT_ASKED_RE.fullmatch(t) for t in parts):
         return bool(_BOUND_CELL_RE.search(body))
     if any(_CONDITION_ASKED_RE.fullmatch(t) for t in parts):
@@ -1879,13 +1896,30 @@ def _kind_stated(term: str, body: str) -> bool:
     return False
 
 
-def _states_charge(body: str) -> bool:
-    """Return True when a unit's text says what something costs: a sum of money, or that it is free."""
-    return bool(_FREE_RE.search(body) or _MONEY_VALUE_RE.search(body))
+def _charge_anchored(question: Question) -> bool:
+    """Return True when the question asks whether something costs money (an anchor such as 「收费」)."""
+    return any(_CHARGE_ANCHOR_RE.fullmatch(t) for a in question.get("anchors") or [] for t in a.split(ALTERNATIVES))
+
+
+def _states_charge(unit: Unit) -> bool:
+    """Return True when a unit says what something costs: a sum of money, or that it is free.
+
+    A table row states its sums in bare cells when the heading gives their unit or names prices
+    (「收费标准」, 「单位：元/场」): 「通宵场：0」 there is a price.
+    """
+    body = _norm(unit.text)
+    if _FREE_RE.search(body) or _MONEY_VALUE_RE.search(body):
+        return True
+    if any(_CHARGE_VERB_RE.search(_clause_of(body, Filler("amount", m.group(0), m.start(), m.end())))
+           for m in _CHARGE_RATE_RE.finditer(body)):
+        return True  # 「按书价的1%收取」: a charge stated as a rate of another sum
+    return unit.row and bool(_heading_unit_fillers("amount", unit))
 
 
 _VALUE_ANCHOR_RE = re.compile(rf"{_DISCOUNT_ANCHOR_RE.pattern}|{_CHARGE_ANCHOR_RE.pattern}")
 _FREE_RE = re.compile(r"免费|不收|免收|不另收|不额外收|不加收")
+_CHARGE_RATE_RE = re.compile(r"\d+(?:\.\d+)?\s*[%‰]|[百千万]分之[\d一二三四五六七八九十]+")
+_CHARGE_VERB_RE = re.compile(r"[收扣缴付]")  # 收取, 加收, 扣除, 缴纳, 支付…
 _MONEY_VALUE_RE = re.compile(rf"\d\s*(?:{_MONEY_UNITS})|[¥￥]\s*\d")
 
 

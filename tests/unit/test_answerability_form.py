@@ -585,3 +585,37 @@ def test_a_charge_word_counts_only_where_a_price_or_free_is_stated():
     assert priced.share == pytest.approx(1.0) and priced.missing == ()
     unpriced = subject_binding(["团课", "缺席", "收费"], _unit("团课缺席三次将暂停预约。"))
     assert "收费" in unpriced.missing  # nothing about money: the word stays unmet
+
+
+def test_a_charge_stated_as_a_rate_answers_a_question_about_charging():
+    # 「按书价的1%收取」 states what is charged as a share of another sum: it answers 「收不收费」
+    # and 「怎样收费」; a share in a clause that charges nothing does not.
+    assert _answers("借阅超期收不收费", "借阅超期每天按书价的1%收取滞纳金。", "借阅规则")
+    assert _answers("借阅超期怎样收费", "借阅超期每天按书价的1%收取滞纳金。", "借阅规则")
+    assert not _answers("借阅超期收不收费", "借阅超期的图书须先归还再续借。", "借阅规则")
+    assert not _answers("借阅超期怎样收费", "借阅超期的图书约1%未归还，须先归还再续借。", "借阅规则")
+
+
+def test_a_priced_table_row_answers_whether_something_costs_money():
+    # A row under a price heading states its sums in bare cells (「会员：0」 is free): it answers
+    # 「还得交钱吗」; the same row under a heading that names no price or unit says nothing of money.
+    row = "场馆：室内馆，会员：0，非会员：30"
+    assert judge_unit(analyze_question("室内馆还得交钱吗"),
+                      Unit(id="e@0", evidence_id="e", doc_id="d", text=row, context=("羽毛球馆", "收费标准"),
+                           row=True, chunk_text=row)).answers
+    assert not judge_unit(analyze_question("室内馆还得交钱吗"),
+                          Unit(id="e@0", evidence_id="e", doc_id="d", text=row, context=("羽毛球馆", "开放时间"),
+                               row=True, chunk_text=row)).answers
+
+
+def test_a_charge_word_asked_about_is_no_unknown_name():
+    # 「…还得交钱吗」 asks for a price, which the knowledge base writes in its own words
+    # (「加收」「20元」); 「交钱直接升级…吗」 pays to get something, and a KB that never speaks
+    # of paying for it has no answer.
+    from strategies.rules.answerability import unknown_terms
+
+    vocab = build_vocabulary([["会员手册", "收费标准"]], ["会员手册 收费标准 夜间场次加收20元，年卡会员免费。"])
+    asked = analyze_question("夜间场次还得交钱吗", vocab=vocab)
+    assert "交钱" not in unknown_terms(asked, vocab)
+    means = analyze_question("年卡能交钱直接升级吗", vocab=vocab)
+    assert "交钱" in unknown_terms(means, vocab)
