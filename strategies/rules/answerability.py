@@ -1902,10 +1902,11 @@ def _charge_anchored(question: Question) -> bool:
 
 
 def _states_charge(unit: Unit) -> bool:
-    """Return True when a unit says what something costs: a sum of money, or that it is free.
+    """Return True when a unit says what something costs: a sum of money, a rate, or that it is free.
 
-    A table row states its sums in bare cells when the heading gives their unit or names prices
-    (「收费标准」, 「单位：元/场」): 「通宵场：0」 there is a price.
+    A rate counts in a clause that charges (「按书价的1%收取」). A table row states its sums in
+    bare cells when the heading gives their unit or names prices (「收费标准」, 「单位：元/场」):
+    「通宵场：0」 there is a price.
     """
     body = _norm(unit.text)
     if _FREE_RE.search(body) or _MONEY_VALUE_RE.search(body):
