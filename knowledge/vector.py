@@ -33,6 +33,28 @@ logger = logging.getLogger(__name__)
 CHROMA_DIR = "chroma"
 MANIFEST = "manifest.json"
 
+# HNSW settings: with Chroma's defaults (ef 100, 16 neighbours, one build thread per core) two
+# builds of the demo KB (607 chunks) returned a different top-20 for 6 of 398 dev questions, and
+# each missed a nearer chunk than one it returned for 2-4 of them. A single build thread makes
+# the graph the same on every build; a wider search and denser graph make it exact at this size
+# (0 of 398 differ from brute force, docs/results/answerability.md, nineteenth part).
+HNSW_SEARCH_EF = 400  # candidates explored per query; mutable, so older collections get it on open
+HNSW_CONSTRUCTION_EF = 400
+HNSW_NEIGHBOURS = 32
+HNSW_CONFIG = {"space": "cosine", "ef_construction": HNSW_CONSTRUCTION_EF, "ef_search": HNSW_SEARCH_EF,
+               "max_neighbors": HNSW_NEIGHBOURS, "num_threads": 1}
+
+
+def _widen_search(collection: Any) -> None:
+    """Raise an existing collection's HNSW search width to ``HNSW_SEARCH_EF`` (one thread)."""
+    hnsw = (getattr(collection, "configuration", None) or {}).get("hnsw") or {}
+    if int(hnsw.get("ef_search") or 0) >= HNSW_SEARCH_EF:
+        return
+    try:
+        collection.modify(configuration={"hnsw": {"ef_search": HNSW_SEARCH_EF, "num_threads": 1}})
+    except Exception as exc:  # noqa: BLE001 - an older server may refuse; the search still works
+        logger.warning("could not widen the HNSW search of %s: %s", getattr(collection, "name", "?"), exc)
+
 
 def collection_name(index_dir: Path, embedding_model: str, index_id: str | None = None) -> str:
     """Return a valid Chroma collection name for an embedding model (and, on a server, an index).
@@ -160,14 +182,19 @@ class ChromaStore:
 
     @property
     def collection(self) -> Any:
-        """Return the collection, creating it (cosine space, no embedding function) if needed."""
+        """Return the collection, creating it (cosine space, ``HNSW_CONFIG``, no embedding function) if needed.
+
+        A collection built with narrower search settings (by an older version) gets
+        ``HNSW_SEARCH_EF`` and one thread on open: those two can change after creation.
+        """
         if self._collection is None:
             self._collection = self.client.get_or_create_collection(
                 self.name,
                 embedding_function=None,
-                configuration={"hnsw": {"space": "cosine"}},
+                configuration={"hnsw": dict(HNSW_CONFIG)},
                 metadata={"created_by": "csagent"},
             )
+            _widen_search(self._collection)
         return self._collection
 
     def reset(self) -> None:
