@@ -1885,10 +1885,9 @@ def _kind_stated(term: str, unit: Unit) -> bool:
     limit (「最多」「不超过」「不限」); 「有哪些要求」 by a stated condition (「须」「满…」) or limit;
     never by the word itself alone.
     """
-    parts = term.split(ALTERNATIVES)
-    body = _norm(unit.text)
-    if any(_CHARGE_ANCHOR_RE.fullmatch(t) for t in parts):
+    if _is_charge_word(term):
         return _states_charge(unit)
+    parts, body = term.split(ALTERNATIVES), _norm(unit.text)
     if any(_LIMIT_ASKED_RE.fullmatch(t) for t in parts):
         return bool(_BOUND_CELL_RE.search(body))
     if any(_CONDITION_ASKED_RE.fullmatch(t) for t in parts):
@@ -1896,9 +1895,14 @@ def _kind_stated(term: str, unit: Unit) -> bool:
     return False
 
 
+def _is_charge_word(term: str) -> bool:
+    """Return True when ``term`` (or one alternative of it, 「收费|收取」) asks for a charge."""
+    return any(_CHARGE_ANCHOR_RE.fullmatch(t) for t in term.split(ALTERNATIVES))
+
+
 def _charge_anchored(question: Question) -> bool:
     """Return True when the question asks whether something costs money (an anchor such as 「收费」)."""
-    return any(_CHARGE_ANCHOR_RE.fullmatch(t) for a in question.get("anchors") or [] for t in a.split(ALTERNATIVES))
+    return any(_is_charge_word(a) for a in question.get("anchors") or [])
 
 
 def _states_charge(unit: Unit) -> bool:
