@@ -373,6 +373,7 @@ PARTIAL_SHARE = 0.67  # a long term counts as present when this share of its big
 
 _LATIN_TERM_RE = re.compile(r"[a-z][a-z0-9\-]*")
 _LATIN_GLUE_RE = re.compile(r"(?<=[a-z0-9])[\s\-_·.]+(?=[a-z0-9])")
+_PER_TERM_RE = re.compile(r"每([\u4e00-\u9fff]{1,2})")  # 「每页」「每天」: a rate's unit
 
 
 def _term_present(term: str, text: str) -> bool:
@@ -384,6 +385,9 @@ def _term_present(term: str, text: str) -> bool:
         return term in text and _char_word_present(term, text)
     if term in text:
         return True
+    per = _PER_TERM_RE.fullmatch(term)
+    if per and re.search(rf"(?:[/／]|(?<![不再])按)(?:{_PER_UNITS.get(per.group(1), re.escape(per.group(1)))})", text):
+        return True  # 「每页」 is said by a rate's unit: 「0.5元/页」「按页计」, not 「不再按页计」
     province = province_of(term)
     if province and province in text:
         return True
@@ -1716,17 +1720,18 @@ def _aside_scoped(fillers: Sequence[Filler], unit: Unit, question: Question) -> 
     return tuple(fillers)
 
 
-_CONTINUES_RE = re.compile(r"^(?:最高|最低|最多|最少|至多|至少|不超过|不低于|不少于|上限|封顶|可以?|能够?|须|需要?|应当?|不得|不能|不可)")
+_CONTINUES_RE = re.compile(r"^(?:每|最高|最低|最多|最少|至多|至少|不超过|不低于|不少于|上限|封顶|可以?|能够?|须|需要?|应当?|不得|不能|不可)")
 _CONDITION_END_RE = re.compile(r"(?:后|前|时|的话|期间|之内|以内|内)\s*$")
 
 
 def _topic_before(norm: str, filler: Filler) -> str:
     """Return the clause before the filler's, when the filler's clause continues it (else ``""``).
 
-    A clause that opens with a bound or a modal and names no subject (「…每月消费上限，最低可
-    设置为100元」) says more about the subject of the clause before it, across a comma; a clause
-    after a colon lists the values of what the clause before the colon introduces. A clause
-    before it that sets a time or a condition (「…通过后，」) is not that subject.
+    A clause that opens with a bound, a modal or a rate and names no subject (「…每月消费上限，最低可
+    设置为100元」, 「复印另计，每页0.2元」) says more about the subject of the clause before it,
+    across a comma; a clause after a colon lists the values of what the clause before the colon
+    introduces. A clause before it that sets a time or a condition (「…通过后，」) is not that
+    subject.
     """
     cuts = [m for m in _CLAUSE_RE.finditer(norm) if m.end() <= filler.start]
     if not cuts or cuts[-1].group(0) not in ("，", ",", "：", ":"):

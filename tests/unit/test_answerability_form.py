@@ -12,6 +12,7 @@ from strategies.rules.answerability import (
     Unit,
     _anchored,
     _quantities,
+    _term_present,
     answerability,
     evidence_units,
     judge_unit,
@@ -619,3 +620,20 @@ def test_a_charge_word_asked_about_is_no_unknown_name():
     assert "交钱" not in unknown_terms(asked, vocab)
     means = analyze_question("年卡能交钱直接升级吗", vocab=vocab)
     assert "交钱" in unknown_terms(means, vocab)
+
+
+def test_a_per_unit_word_is_said_by_the_unit_of_a_rate():
+    # 「每页」 asks for a rate: 「0.5元/页」 or 「按页计费」 states one, 「不再按页计费」 does not.
+    assert _term_present("每页", "黑白打印：0.5元/页")
+    assert _term_present("每页", "超出部分按页计费")
+    assert _term_present("每天", "储物柜：3元/日")
+    assert not _term_present("每页", "包月后不再按页计费")
+    assert not _term_present("每页", "黑白打印：0.5元")
+    assert _answers("图书馆打印每页收多少钱", "服务：黑白打印（按页），收费：0.5元/页", "图书馆复印打印收费")
+    assert not _answers("图书馆打印每页收多少钱", "服务：黑白打印，收费：包月30元", "图书馆复印打印收费")
+
+
+def test_a_clause_opening_with_a_rate_prices_the_clause_before_it():
+    # 「…另计，每页0.2元」: the rate clause names no subject of its own; it prices the one before.
+    assert _answers("阅览室复印怎么收费", "复印另计，每页0.2元；", "阅览室服务", "费用说明")
+    assert not _answers("阅览室扫描怎么收费", "复印另计，每页0.2元；", "阅览室服务", "费用说明")
