@@ -1610,8 +1610,10 @@ def unknown_terms(question: Question, vocab: Vocabulary | None) -> list[str]:
 
     A noun the knowledge base has no text for (not even most of its characters' bigrams), that
     is not everyday Chinese (jieba's IDF at least ``MIN_ANCHOR_IDF``, unlike 「东西」), names a thing the
-    knowledge base does not cover: no unit can answer about it. Latin words (product codes,
-    English) and single characters are left to binding, and so is a word of a clause that
+    knowledge base does not cover: no unit can answer about it. A one-character noun counts only
+    when no text of the knowledge base holds that character at all (「猫」 in a library's rules)
+    and it is not everyday (``EVERYDAY_IDF``; 「人」「钱」 are); other single characters are often
+    the segmenter's leftovers. Latin words (product codes, English) are left to binding, and so is a word of a clause that
     only sets the scene (「我家小狗生病了，…」): the clause that asks decides. A word asking for
     the kind of value (「还得交钱吗」: a price) names no thing; the units' values answer it.
     """
@@ -1621,6 +1623,10 @@ def unknown_terms(question: Question, vocab: Vocabulary | None) -> list[str]:
     asking = asking_clause(question["norm"], question["slot"])
     for term in question["subject_terms"]:
         if term not in asking and term in question["norm"]:
+            continue
+        if len(term) == 1 and _HAN_RE.match(term) and is_plain_noun(term) and not vocab.document_frequency(term) \
+                and _general_idf(term) >= EVERYDAY_IDF:
+            out.append(term)  # 「猫」: a thing named by one character that no text of the knowledge base holds
             continue
         if len(term) < 2 or not _HAN_RE.search(term) or not is_plain_noun(term) or _asks_charge(term, question["norm"]):
             continue  # 「还得交钱吗」 asks for a price, which the knowledge base states in its own words

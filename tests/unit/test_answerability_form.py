@@ -637,3 +637,14 @@ def test_a_clause_opening_with_a_rate_prices_the_clause_before_it():
     # 「…另计，每页0.2元」: the rate clause names no subject of its own; it prices the one before.
     assert _answers("阅览室复印怎么收费", "复印另计，每页0.2元；", "阅览室服务", "费用说明")
     assert not _answers("阅览室扫描怎么收费", "复印另计，每页0.2元；", "阅览室服务", "费用说明")
+
+
+def test_a_one_character_name_no_text_holds_is_unknown():
+    # A library's rules never write 「猫」: a question about bringing one names what they do not cover.
+    from strategies.rules.answerability import unknown_terms
+
+    texts = ["入馆须知 读者可携带书包进入阅览室，食品和饮料须存放在储物柜。", "借阅规则 每人可借书10本。"]
+    vocab = build_vocabulary([["入馆须知"], ["借阅规则"]], texts)
+    assert unknown_terms(analyze_question("猫能带进阅览室吗", vocab=vocab), vocab) == ["猫"]
+    assert unknown_terms(analyze_question("书包能带进阅览室吗", vocab=vocab), vocab) == []
+    assert unknown_terms(analyze_question("人能进阅览室吗", vocab=vocab), vocab) == []  # everyday, not a name
