@@ -1613,9 +1613,10 @@ def unknown_terms(question: Question, vocab: Vocabulary | None) -> list[str]:
     knowledge base does not cover: no unit can answer about it. A one-character noun counts only
     when no text of the knowledge base holds that character at all (「猫」 in a library's rules)
     and it is not everyday (``EVERYDAY_IDF``; 「人」「钱」 are); other single characters are often
-    the segmenter's leftovers. Latin words (product codes, English) are left to binding, and so is a word of a clause that
-    only sets the scene (「我家小狗生病了，…」): the clause that asks decides. A word asking for
-    the kind of value (「还得交钱吗」: a price) names no thing; the units' values answer it.
+    the segmenter's leftovers. Latin words (product codes, English) are left to binding, and so
+    is a word of a clause that only sets the scene (「我家小狗生病了，…」): the clause that asks
+    decides. A word asking for the kind of value (「还得交钱吗」: a price) names no thing; the
+    units' values answer it.
     """
     if vocab is None or not vocab.texts:
         return []
