@@ -158,6 +158,8 @@ class Vocabulary:
         A name followed by a parenthesis that only lists places (no exception, no value), or by a
         colon and a list of two or more places that ends its sentence (「西部片区：甲市、乙市。」),
         is that group's name in this knowledge base; a customer names a place, the policy its group.
+        So is a label whose definition after the colon lists two or more places after a word
+        saying where (「城区分馆：位于南京、苏州两个城市的分馆」, 「…，包括无锡、常州等地」).
         """
         aliases: dict[str, set[str]] = {}
         for text in self.texts:
@@ -172,6 +174,10 @@ class Vocabulary:
                     name = match.group(1)  # a list item's own label (「西部片区：…」)
                 if name and not _names_a_site(name):
                     aliases.setdefault(name, set()).update(parts)
+            for match in _DEFINED_LABEL_RE.finditer(text):  # 「甲类店：位于甲市、乙市两个城市的门店」
+                places = _places_after_cue(match.group(2))
+                if len(places) >= 2 and not _names_a_site(match.group(1)):
+                    aliases.setdefault(match.group(1), set()).update(places)
         return {k: frozenset(v) for k, v in aliases.items()}
 
     @cached_property
@@ -529,6 +535,34 @@ def is_question(norm: str) -> bool:
 _ALIAS_RE = re.compile(r"([\u4e00-\u9fffA-Za-z0-9]{2,12})[（(]([\u4e00-\u9fff、，,/和及与 ]{2,40})[)）]")
 _COLON_ALIAS_RE = re.compile(r"([\u4e00-\u9fffA-Za-z0-9]{2,12})[：:]\s*([\u4e00-\u9fff、，,/和及与 ]{4,80}?)\s*(?:[。；;\n]|$)")
 _LIST_SEP_RE = re.compile(r"[、，,/\s]|和|及|与")
+# A list item's label defined by where it is (「甲类店：位于…」「乙类店：其他城市的门店，包括…」).
+_DEFINED_LABEL_RE = re.compile(r"(?<![\u4e00-\u9fffA-Za-z0-9])([\u4e00-\u9fff]{2,8})[：:](?=([^。；;\n：:]{4,120}))")
+_PLACE_CUE_RE = re.compile(r"位于|包括|包含|覆盖|分布[在于]")
+_PLACE_ITEM_SEP_RE = re.compile(r"、|和|及|与")
+
+
+def _places_after_cue(sentence: str) -> list[str]:
+    """Return the places listed right after a cue word (「位于」「包括」) in ``sentence``.
+
+    The list is read item by item up to the first item that is not a place; that item's leading
+    place counts (「…、丙市四个城市的门店」 gives 丙市) and ends the list. The first cue whose
+    list holds two places or more wins.
+    """
+    for cue in _PLACE_CUE_RE.finditer(sentence):
+        rest = re.split(r"[，,（(：:]", sentence[cue.end():], maxsplit=1)[0]
+        places: list[str] = []
+        for item in _PLACE_ITEM_SEP_RE.split(rest):
+            item = item.strip()
+            if _is_place(item):
+                places.append(item)
+                continue
+            lead = next((item[:n] for n in range(min(len(item), 4), 1, -1) if _is_place(item[:n])), "")
+            if lead:
+                places.append(lead)
+            break
+        if len(places) >= 2:
+            return places
+    return []
 _NOT_A_LIST_RE = re.compile(r"除|外|不含|不包括|为|满|以上|以下|以内")
 
 

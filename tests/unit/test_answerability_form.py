@@ -648,3 +648,15 @@ def test_a_one_character_name_no_text_holds_is_unknown():
     assert unknown_terms(analyze_question("猫能带进阅览室吗", vocab=vocab), vocab) == ["猫"]
     assert unknown_terms(analyze_question("书包能带进阅览室吗", vocab=vocab), vocab) == []
     assert unknown_terms(analyze_question("人能进阅览室吗", vocab=vocab), vocab) == []  # everyday, not a name
+
+
+def test_a_label_defined_by_where_it_is_names_a_group_of_places():
+    # 「城区分馆：位于南京、苏州两个城市的分馆」 defines a group: a reader in 苏州 asks about 城区分馆.
+    texts = ["分馆类型 分馆分为两类: 1. 城区分馆:位于南京、苏州两个城市的分馆。 "
+             "2. 社区分馆:设在街道的分馆,包括无锡、常州等地。 3. 流动分馆:位于图书大巴上,不固定。",
+             "开馆安排 城区分馆每天9:00开门,社区分馆每天10:00开门。"]
+    vocab = build_vocabulary([["分馆类型"], ["开馆安排"]], texts)
+    assert vocab.region_aliases["城区分馆"] == frozenset({"南京", "苏州"})
+    assert vocab.region_aliases["社区分馆"] == frozenset({"无锡", "常州"})
+    assert "流动分馆" not in vocab.region_aliases  # no place after the cue
+    assert "城区分馆" in analyze_question("苏州的分馆几点开门", vocab=vocab)["qualifiers"]["region"]
