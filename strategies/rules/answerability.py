@@ -374,6 +374,18 @@ PARTIAL_SHARE = 0.67  # a long term counts as present when this share of its big
 _LATIN_TERM_RE = re.compile(r"[a-z][a-z0-9\-]*")
 _LATIN_GLUE_RE = re.compile(r"(?<=[a-z0-9])[\s\-_·.]+(?=[a-z0-9])")
 _PER_TERM_RE = re.compile(r"每([\u4e00-\u9fff]{1,2})")  # 「每页」「每天」: a rate's unit
+_MEMBER_TERM_RE = re.compile(r"([\u4e00-\u9fffA-Za-z]{2,6})(?:会员|用户)")  # a tier named with its head
+
+
+def _whole_word_in(word: str, text: str) -> bool:
+    """Return True when ``word`` stands in ``text`` as a whole word or a run of whole words."""
+    start = text.find(word)
+    edges = word_edges(text, hmm=False) if start >= 0 else frozenset()
+    while start >= 0:
+        if start in edges and start + len(word) in edges:
+            return True
+        start = text.find(word, start + 1)
+    return False
 
 
 def _term_present(term: str, text: str) -> bool:
@@ -385,6 +397,9 @@ def _term_present(term: str, text: str) -> bool:
         return term in text and _char_word_present(term, text)
     if term in text:
         return True
+    member = _MEMBER_TERM_RE.fullmatch(term)
+    if member and _whole_word_in(member.group(1), text):
+        return True  # 「银星会员」 is the tier 「银星」 of a member table (「会员等级：银星」), not 「白银星」
     per = _PER_TERM_RE.fullmatch(term)
     if per and re.search(rf"(?:[/／]|(?<![不再])按)(?:{_PER_UNITS.get(per.group(1), re.escape(per.group(1)))})", text):
         return True  # 「每页」 is said by a rate's unit: 「0.5元/页」「按页计」, not 「不再按页计」

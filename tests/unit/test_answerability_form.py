@@ -660,3 +660,14 @@ def test_a_label_defined_by_where_it_is_names_a_group_of_places():
     assert vocab.region_aliases["社区分馆"] == frozenset({"无锡", "常州"})
     assert "流动分馆" not in vocab.region_aliases  # no place after the cue
     assert "城区分馆" in analyze_question("苏州的分馆几点开门", vocab=vocab)["qualifiers"]["region"]
+
+
+def test_a_tier_named_with_its_head_is_the_tier_a_member_table_names():
+    # 「白银会员」 is the row 「会员等级：白银」; 「银星会员」 is not the row of the longer tier 「白银星」.
+    assert _term_present("白银会员", "会员等级：白银，借阅上限：20本")
+    assert _term_present("银星会员", "会员等级：银星，借阅上限：25本")
+    assert not _term_present("银星会员", "会员等级：白银星，借阅上限：25本")
+    assert _term_present("学生用户", "用户类型：学生，押金：0元")
+    assert not _term_present("白银会员", "会员等级：黄金，借阅上限：30本")
+    assert _answers("白银会员最多借几本", "会员等级：白银，借阅上限：20本", "读者会员权益")
+    assert not _answers("白银会员最多借几本", "会员等级：黄金，借阅上限：30本", "读者会员权益")
