@@ -52,6 +52,7 @@ from strategies.rules.question import (
     asking_clause,
     is_plain_noun,
     tagged_words,
+    whole_word_starts,
     word_edges,
 )
 from strategies.rules.versions import IN_FORCE_OLD, settled_qualifiers, version_note
@@ -377,17 +378,6 @@ _PER_TERM_RE = re.compile(r"每([\u4e00-\u9fff]{1,2})")  # 「每页」「每天
 _MEMBER_TERM_RE = re.compile(r"([\u4e00-\u9fffA-Za-z]{2,6})(?:会员|用户)")  # a tier named with its head
 
 
-def _whole_word_in(word: str, text: str) -> bool:
-    """Return True when ``word`` stands in ``text`` as a whole word or a run of whole words."""
-    start = text.find(word)
-    edges = word_edges(text, hmm=False) if start >= 0 else frozenset()
-    while start >= 0:
-        if start in edges and start + len(word) in edges:
-            return True
-        start = text.find(word, start + 1)
-    return False
-
-
 def _term_present(term: str, text: str) -> bool:
     if ALTERNATIVES in term:
         return any(_term_present(t, text) for t in term.split(ALTERNATIVES) if t)
@@ -398,7 +388,7 @@ def _term_present(term: str, text: str) -> bool:
     if term in text:
         return True
     member = _MEMBER_TERM_RE.fullmatch(term)
-    if member and _whole_word_in(member.group(1), text):
+    if member and next(whole_word_starts(member.group(1), text, hmm=False), None) is not None:
         return True  # 「银星会员」 is the tier 「银星」 of a member table (「会员等级：银星」), not 「白银星」
     per = _PER_TERM_RE.fullmatch(term)
     if per and re.search(rf"(?:[/／]|(?<![不再])按)(?:{_PER_UNITS.get(per.group(1), re.escape(per.group(1)))})", text):

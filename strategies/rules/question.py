@@ -224,12 +224,8 @@ class Vocabulary:
     def _whole_word_spans(self, term: str) -> Iterator[tuple[str, int]]:
         """Yield (text, start) for each occurrence of ``term`` that begins and ends on a word edge."""
         for text in self.texts:
-            start = text.find(term)
-            edges = word_edges(text) if start >= 0 else frozenset()
-            while start >= 0:
-                if start in edges and start + len(term) in edges:
-                    yield text, start
-                start = text.find(term, start + 1)
+            for start in whole_word_starts(term, text):
+                yield text, start
 
     def values(self) -> dict[str, str]:
         """Return every regime value (modifier, and modifier+head) → its dimension's head."""
@@ -281,6 +277,16 @@ def word_edges(text: str, *, hmm: bool = True) -> frozenset[int]:
         pos += len(word)
         edges.add(pos)
     return frozenset(edges)
+
+
+def whole_word_starts(term: str, text: str, *, hmm: bool = True) -> Iterator[int]:
+    """Yield the start of each occurrence of ``term`` in ``text`` that begins and ends on a word edge."""
+    start = text.find(term)
+    edges = word_edges(text, hmm=hmm) if start >= 0 else frozenset()
+    while start >= 0:
+        if start in edges and start + len(term) in edges:
+            yield start
+        start = text.find(term, start + 1)
 
 
 def _closed_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -539,6 +545,7 @@ _LIST_SEP_RE = re.compile(r"[、，,/\s]|和|及|与")
 _DEFINED_LABEL_RE = re.compile(r"(?<![\u4e00-\u9fffA-Za-z0-9])([\u4e00-\u9fff]{2,8})[：:](?=([^。；;\n：:]{4,120}))")
 _PLACE_CUE_RE = re.compile(r"位于|包括|包含|覆盖|分布[在于]")
 _PLACE_ITEM_SEP_RE = re.compile(r"、|和|及|与")
+_NOT_A_LIST_RE = re.compile(r"除|外|不含|不包括|为|满|以上|以下|以内")
 
 
 def _places_after_cue(sentence: str) -> list[str]:
@@ -563,7 +570,6 @@ def _places_after_cue(sentence: str) -> list[str]:
         if len(places) >= 2:
             return places
     return []
-_NOT_A_LIST_RE = re.compile(r"除|外|不含|不包括|为|满|以上|以下|以内")
 
 
 _WORLD_REGION_RE = re.compile(r"^[东南西北中]{0,2}(?:亚|欧|美|非)洲?$")  # 「东南亚」「北美」「欧洲」
