@@ -227,6 +227,10 @@ _ROLE_RE = re.compile(
     r"[\u4e00-\u9fffA-Za-z]{0,6}(?:公司|集团|银行|平台|商家|卖家|买家|店铺|部门|中心|机构|客服|快递|物流|人员|用户"
     r"|顾客|消费者|承运商|厂家|厂商|品牌方|服务商|本人|家属|代收人|寺|庙|宫|院|局|委员会|大学|学校|医院|政府)"
     r"|买家|卖家|商家|平台|用户|客户|我们|本店|本平台|消费者|顾客|您")
+# 「哪家」「哪个平台」 ask for an organisation; a person or a group of customers does not answer them.
+_ORG_ASKED_RE = re.compile(r"哪(?:几|些)?家|什么公司|哪(?:几|些)?个?(?:公司|快递|部门|银行|机构|平台|商家)"
+                           r"|\bwhich (?:company|courier|bank)\b")
+_PERSON_FILLER_RE = re.compile(r"(?:用户|顾客|消费者|客户|买家|会员|本人|家属|代收人|人员|您)$")
 _PLACE_RE = re.compile(
     r"(?:寄到|寄回|寄往|退回|退回到|送到|送至|发往|寄至|退至|存放在|位于|前往|到达|原路|在)[^，。；\s]{1,12}"
     r"|[\u4e00-\u9fff]{1,8}(?:省|市|县|区|镇|村|街道|路|号|仓|仓库|门店|网点|驿站|快递柜|柜台|服务点|中心|原支付账户|账户)")
@@ -1134,6 +1138,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers += tuple(Filler("count", m.group(0), m.start(), m.end())
                          for m in _IDENTIFIER_RE.finditer(_norm(unit.text))
                          if not any(a <= m.start() < b for a, b in timed))
+    if asked == "person_org" and _ORG_ASKED_RE.search(question["norm"]):  # 「哪家」: no 「…用户」
+        fillers = tuple(f for f in fillers if not _PERSON_FILLER_RE.search(f.text))
     if asked == "count" and _PHONE_ASKED_RE.search(question["norm"]):  # 「预约电话号码是多少」: a number to dial
         fillers = tuple(Filler("count", m.group(0), m.start(), m.end()) for m in _PHONE_RE.finditer(_norm(unit.text)))
     if asked == "date" and "几点" in question["norm"]:

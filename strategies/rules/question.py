@@ -53,6 +53,7 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
         rf"多少(?:{_MONEY})|(?:{_MONEY})(?:{_HEDGES})?(?:是|要|收|为)?多少|几(?:块|元|毛)|多贵|价格是|什么价"
         rf"|(?:{_MONEY})怎么(?:算|收|计算)|满多少|赔多少|退多少|补多少|怎么收费|收费标准|怎么算(?:钱|运费|费用)"
         r"|百分之几|(?:多少|什么|哪个)比例|几折|几成"  # a share asked for: a rate
+        rf"|多少(?!{_CLASSIFIERS}|{_TIME_UNITS}|免)[\u4e00-\u9fff]{{1,2}}费(?!用?率)"  # 「多少话费」: a named charge
         # 「会费要缴多少」「年卡分期付每月多少」: a verb of paying before a bare 多少 asks for money
         rf"|(?:充|交|缴|付|花|扣|罚|返|收)(?:值|费|款|了|掉|还|取)?(?:每[天日月年次]|一[天个月年次])?(?:{_HEDGES})?要?多少"
         rf"(?!{_CLASSIFIERS}|{_TIME_UNITS}|岁|钱)"
@@ -64,10 +65,10 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
         rf"(?<!哪)几(?:{_CLASSIFIERS}|岁)|多少(?:{_CLASSIFIERS}|岁)|(?:最多|最少|最高|最低|最大|最小|上限|下限|一共|总共)是?(?:能|可以)?[^，。？?]{{0,6}}(?:几|多少)"
         r"|多少(?:里程|公里|公斤|千克|积分)|多远|多重|多少\s*[?？]?\s*$|\bhow many\b|\bhow (?:far|heavy)\b")),
     ("person_org", re.compile(
-        r"谁|哪家|哪个公司|哪位|什么人|什么公司|哪个(?:快递|部门|银行|机构|平台|商家)|由哪"
+        r"谁|哪(?:几|些)?家|哪位|什么人|什么公司|哪(?:几|些)?个?(?:公司|快递|部门|银行|机构|平台|商家)|由哪"
         r"|\bwho\b|\bwhich (?:company|courier|bank)\b")),
     ("place", re.compile(
-        r"哪里|哪儿|什么地方|哪个(?:城市|省|地区|地方|国家)|哪些(?:地区|城市|省份?|地方|国家)|在哪|去哪|寄到哪|退到哪|退哪"
+        r"哪里|哪儿|什么地方|哪(?:几|些)?个?(?:城市|省份?|地区|地方|国家)|在哪|去哪|寄到哪|退到哪|退哪"
         r"|\bwhere\b")),
     ("yesno", re.compile(
         r"能不能|可不可以|可以吗|能吗|行吗|是否|是不是|会不会|有没有|要不要|需不需要|用不用|算不算|包不包|支不支持"
@@ -328,6 +329,11 @@ def _words(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     run, before = "", ""
     for word, flag in _modal_split(text, _asked_measures(_tagged(text))):
+        if flag == "f" and len(word) == 1 and not run and out and len(out[-1][0]) >= 2:
+            if out[-1][1].startswith("d"):  # 「高速上」: a word before a postposition of place is a noun
+                out[-1] = (out[-1][0], "n")
+            out.append((word, flag))  # a postposition, never the start of a run
+            continue
         if len(word) == 1 and _HAN_RE.match(word) and word not in _FORM_WORDS and flag != "n":
             before = before if run else (out[-1][0] if out else "")
             run += word
@@ -381,6 +387,9 @@ def _modal_split(text: str, pairs: list[tuple[str, str]]) -> list[tuple[str, str
     return out
 
 
+_DESIRE_MODALS = frozenset("想要能会可该得")
+
+
 def _run_pieces(run: str, before: str) -> list[str]:
     """Return the words of a run of single characters: never across a bound, a counted unit or a particle.
 
@@ -389,6 +398,8 @@ def _run_pieces(run: str, before: str) -> list[str]:
     """
     if before and (_NUMBER_BEFORE_RE.search(before) or before == "哪") \
             and run and _MEASURE_CHAR_RE.match(run[0]):
+        run = run[1:]
+    if len(run) >= 2 and run[0] in _DESIRE_MODALS:  # 「想|租」: a wish before the verb, not part of it
         run = run[1:]
     pieces = _RUN_BREAK_RE.split(run)
     return [p for p in (piece.strip("吗呢吧啊呀么") for piece in pieces) if len(p) >= 2]

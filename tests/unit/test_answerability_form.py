@@ -671,3 +671,24 @@ def test_a_tier_named_with_its_head_is_the_tier_a_member_table_names():
     assert not _term_present("白银会员", "会员等级：黄金，借阅上限：30本")
     assert _answers("白银会员最多借几本", "会员等级：白银，借阅上限：20本", "读者会员权益")
     assert not _answers("白银会员最多借几本", "会员等级：黄金，借阅上限：30本", "读者会员权益")
+
+
+@pytest.mark.parametrize(("question", "slot"), [
+    ("储物柜每月多少电费", "amount"), ("私教课另收多少课时费", "amount"),
+    ("有多少次免费", "count"), ("多少天免费", "duration"),
+])
+def test_how_much_before_a_named_charge_asks_for_money(question, slot):
+    assert analyze_question(question)["slot"] == slot
+
+
+def test_a_group_of_customers_does_not_answer_a_which_organisation_question():
+    vocab = build_vocabulary([["会员服务", "团课视频"], ["会员服务", "淋浴用品"], ["合作平台"]],
+                             ["团课视频由年卡用户免费观看", "淋浴用品由年卡用户免费领取", "合作平台 列表"])
+    by_org = analyze_question("淋浴用品是哪家提供的", vocab=vocab)
+    assert not judge_unit(by_org, _unit("淋浴用品由年卡用户免费领取。", "会员服务"), vocab=vocab).answers
+    assert judge_unit(by_org, _unit("淋浴用品由青松日化公司提供。", "会员服务"), vocab=vocab).answers
+    on_platform = analyze_question("团课视频是哪个平台的", vocab=vocab)
+    assert not judge_unit(on_platform, _unit("团课视频由年卡用户免费观看。", "会员服务"), vocab=vocab).answers
+    assert judge_unit(on_platform, _unit("团课视频由青松体育平台提供。", "会员服务"), vocab=vocab).answers
+    by_whom = analyze_question("淋浴用品谁领取", vocab=vocab)  # 「谁」 is answered by a person too
+    assert judge_unit(by_whom, _unit("淋浴用品由年卡用户免费领取。", "会员服务"), vocab=vocab).answers

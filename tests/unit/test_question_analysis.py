@@ -42,6 +42,29 @@ def test_slot_comes_from_the_form(text: str, slot: str) -> None:
     assert asked_slot(normalize_question(text)) == slot
 
 
+@pytest.mark.parametrize(("text", "slot"), [
+    ("支持哪几家银行分期", "person_org"),
+    ("哪些快递能送冷链", "person_org"),
+    ("合作的有哪几个平台", "person_org"),
+    ("哪几个城市有自提点", "place"),
+    ("哪个省份不发货", "place"),
+    ("哪些国家可以直邮", "place"),
+])
+def test_a_plural_which_before_an_organisation_or_place_noun_asks_for_it(text: str, slot: str) -> None:
+    # 「哪几家/哪些+机构名」 asks for organisations and 「哪几个/哪个+省份」 for places, like 「哪家」「哪里」
+    assert asked_slot(normalize_question(text)) == slot
+
+
+@pytest.mark.parametrize(("text", "terms"), [
+    ("高速上爆胎了能免费拖车吗", ["高速", "胎", "免费", "拖车"]),  # 「高速」 (an adverb to jieba) before 「上」
+    ("更衣柜里丢了手机谁管", ["更衣柜", "手机"]),  # 「里」 does not join the verb after it
+    ("我想借一本外文书多久能到", ["外文书"]),  # 「想|借」: a wish and its verb, not a term
+    ("那我该找谁补办", ["补办"]),
+])
+def test_a_postposition_or_a_wish_is_no_part_of_a_subject_term(text: str, terms: list[str]) -> None:
+    assert analyze_question(text)["subject_terms"] == terms
+
+
 def test_bare_order_id_is_an_id_not_a_question() -> None:
     q = analyze_question("SO2026112500103")
     assert q["slot"] == "none" and q["order_ids"] == ["SO2026112500103"] and q["subject_terms"] == []
