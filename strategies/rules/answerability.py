@@ -20,6 +20,7 @@ claim binding and attribution live in :mod:`strategies.rules.binding`.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -1194,6 +1195,9 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         reason = "superseded"
     elif asked in ("none", "yesno") and anchors and not _anchored(unit, anchors):
         reason = "anchor absent"
+    elif asked == "yesno" and (options := _choice_options(question["norm"])) \
+            and not any(_term_present(o, _norm(unit.text)) for o in options):
+        reason = "choice absent"  # 「A还是B」 between two of a kind: a unit naming neither does not choose
     elif asked == "yesno" and question.get("bound") \
             and not _states_limit(unit, money=bool(_MONEY_WORD_RE.search(question["norm"]))):
         reason = "no limit stated"  # 「…设不设上限」 is answered only by a unit that speaks of a limit
@@ -1204,6 +1208,28 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     elif not quals.ok:
         reason = "qualifier conflict" if quals.conflicts else "qualifier absent"
     return UnitVerdict(unit, not reason, fillers, bind, quals, reason)
+
+
+_ANSWER_PUNCT_RE = re.compile(r"[，,。；;！!？?\s]")
+_CHOICE_RE = re.compile(r"还是([^，,。；;！!？?\s]{2,6}?)[呢啊呀吧吗]?\s*(?:[，,。；;！!？?]|$)")
+
+
+def _choice_options(norm: str) -> tuple[str, ...]:
+    """Return the two options of a choice between things of one kind (「A还是B」, A and B of equal length, one head).
+
+    「选92号还是95号」「住标准间还是大床房」: the option after 还是 ends the clause, and the
+    characters of the same length before 还是 end with the same head; 「还是没到账」 (still) is no choice.
+    """
+    for m in _CHOICE_RE.finditer(norm):
+        right = m.group(1)
+        left = norm[max(0, m.start() - len(right)):m.start()]
+        if len(left) == len(right) and left != right and left[-1] == right[-1] \
+                and not _ANSWER_PUNCT_RE.search(left):
+            same = len(os.path.commonprefix([left[::-1], right[::-1]]))
+            if same >= 2 and len(left) - same >= 2:  # 「从签收开始算还是付款开始算」: the options are what differs
+                return (left[:-same], right[:-same])
+            return (left, right)
+    return ()
 
 
 # 「<词>几周后会…」「<词>了几个小时就…」: a span followed by what then happens is the length of

@@ -329,10 +329,13 @@ def _words(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     run, before = "", ""
     for word, flag in _modal_split(text, _asked_measures(_tagged(text))):
-        if flag == "f" and len(word) == 1 and not run and out and len(out[-1][0]) >= 2:
-            if out[-1][1].startswith("d"):  # 「高速上」: a word before a postposition of place is a noun
-                out[-1] = (out[-1][0], "n")
-            out.append((word, flag))  # a postposition, never the start of a run
+        if flag == "f" and len(word) == 1:  # a postposition (「…上」「…后」) ends a run, never joins one
+            if run:
+                out.extend((piece, "run") for piece in _run_pieces(run, before))
+                run = ""
+            elif out and len(out[-1][0]) >= 2 and out[-1][1].startswith("d"):
+                out[-1] = (out[-1][0], "n")  # 「高速上」: a word before a postposition of place is a noun
+            out.append((word, flag))
             continue
         if len(word) == 1 and _HAN_RE.match(word) and word not in _FORM_WORDS and flag != "n":
             before = before if run else (out[-1][0] if out else "")

@@ -11,6 +11,7 @@ import pytest
 from strategies.rules.answerability import (
     Unit,
     _anchored,
+    _choice_options,
     _quantities,
     _term_present,
     answerability,
@@ -692,3 +693,23 @@ def test_a_group_of_customers_does_not_answer_a_which_organisation_question():
     assert judge_unit(on_platform, _unit("团课视频由青松体育平台提供。", "会员服务"), vocab=vocab).answers
     by_whom = analyze_question("淋浴用品谁领取", vocab=vocab)  # 「谁」 is answered by a person too
     assert judge_unit(by_whom, _unit("淋浴用品由年卡用户免费领取。", "会员服务"), vocab=vocab).answers
+
+
+
+def test_a_choice_between_two_of_a_kind_is_answered_only_by_a_unit_naming_one():
+    # 「A还是B」 with one head: a unit on the subject that names neither option does not choose
+    question = "储物柜要租1号柜还是2号柜"
+    assert analyze_question(question)["slot"] == "yesno"
+    assert not _answers(question, "储物柜每月租金30元。")
+    assert _answers(question, "储物柜可租用1号柜。")
+
+
+@pytest.mark.parametrize(("question", "options"), [
+    ("储物柜要租1号柜还是2号柜", ("1号柜", "2号柜")),
+    ("年卡有效期从付款开始算还是激活开始算", ("付款", "激活")),  # the options are what differs
+    ("选年卡还是季卡，哪个划算", ("年卡", "季卡")),
+    ("钱退了好几天还是没到账", ()),  # 「还是」 as 「still」
+    ("住标准间还是大床房", ()),  # two heads: left to the other checks
+])
+def test_the_options_of_a_choice(question, options):
+    assert _choice_options(analyze_question(question)["norm"]) == options

@@ -60,6 +60,8 @@ def test_a_plural_which_before_an_organisation_or_place_noun_asks_for_it(text: s
     ("更衣柜里丢了手机谁管", ["更衣柜", "手机"]),  # 「里」 does not join the verb after it
     ("我想借一本外文书多久能到", ["外文书"]),  # 「想|借」: a wish and its verb, not a term
     ("那我该找谁补办", ["补办"]),
+    ("寄件后想改地址能改吗", ["寄件", "地址"]),  # 「寄|件|后」: the run ends before the postposition
+    ("退箱后押金几天到", ["退箱", "押金"]),
 ])
 def test_a_postposition_or_a_wish_is_no_part_of_a_subject_term(text: str, terms: list[str]) -> None:
     assert analyze_question(text)["subject_terms"] == terms
