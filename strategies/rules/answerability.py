@@ -228,7 +228,7 @@ _ROLE_RE = re.compile(
     r"[\u4e00-\u9fffA-Za-z]{0,6}(?:公司|集团|银行|平台|商家|卖家|买家|店铺|部门|中心|机构|客服|快递|物流|人员|用户"
     r"|顾客|消费者|承运商|厂家|厂商|品牌方|服务商|本人|家属|代收人|寺|庙|宫|院|局|委员会|大学|学校|医院|政府)"
     r"|买家|卖家|商家|平台|用户|客户|我们|本店|本平台|消费者|顾客|您")
-# 「哪家」「哪个平台」 ask for an organisation; a person or a group of customers does not answer them.
+# 「哪家」「哪几家银行」 ask for an organisation; a person or a group of customers does not answer them.
 _ORG_ASKED_RE = re.compile(r"哪(?:几|些)?家|什么公司|哪(?:几|些)?个?(?:公司|快递|部门|银行|机构|平台|商家)"
                            r"|\bwhich (?:company|courier|bank)\b")
 _PERSON_FILLER_RE = re.compile(r"(?:用户|顾客|消费者|客户|买家|会员|本人|家属|代收人|人员|您)$")
@@ -1217,8 +1217,8 @@ _CHOICE_RE = re.compile(r"还是([^，,。；;！!？?\s]{2,6}?)[呢啊呀吧吗
 def _choice_options(norm: str) -> tuple[str, ...]:
     """Return the two options of a choice between things of one kind (「A还是B」, A and B of equal length, one head).
 
-    「选92号还是95号」「住标准间还是大床房」: the option after 还是 ends the clause, and the
-    characters of the same length before 还是 end with the same head; 「还是没到账」 (still) is no choice.
+    「借1号柜还是2号柜」「选年卡还是季卡」: the option after 还是 ends the clause, and the
+    characters of the same length before 还是 end with the same head; 「还是打不开」 (still) is no choice.
     """
     for m in _CHOICE_RE.finditer(norm):
         right = m.group(1)
@@ -1226,7 +1226,7 @@ def _choice_options(norm: str) -> tuple[str, ...]:
         if len(left) == len(right) and left != right and left[-1] == right[-1] \
                 and not _ANSWER_PUNCT_RE.search(left):
             same = len(os.path.commonprefix([left[::-1], right[::-1]]))
-            if same >= 2 and len(left) - same >= 2:  # 「从签收开始算还是付款开始算」: the options are what differs
+            if same >= 2 and len(left) - same >= 2:  # 「从付款开始算还是激活开始算」: the options are what differs
                 return (left[:-same], right[:-same])
             return (left, right)
     return ()

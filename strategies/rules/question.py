@@ -53,7 +53,7 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
         rf"多少(?:{_MONEY})|(?:{_MONEY})(?:{_HEDGES})?(?:是|要|收|为)?多少|几(?:块|元|毛)|多贵|价格是|什么价"
         rf"|(?:{_MONEY})怎么(?:算|收|计算)|满多少|赔多少|退多少|补多少|怎么收费|收费标准|怎么算(?:钱|运费|费用)"
         r"|百分之几|(?:多少|什么|哪个)比例|几折|几成"  # a share asked for: a rate
-        rf"|多少(?!{_CLASSIFIERS}|{_TIME_UNITS}|免)[\u4e00-\u9fff]{{1,2}}费(?!用?率)"  # 「多少话费」: a named charge
+        rf"|多少(?!{_CLASSIFIERS}|{_TIME_UNITS}|免)[\u4e00-\u9fff]{{1,2}}费(?!用?率)"  # 「多少电费」: a named charge
         # 「会费要缴多少」「年卡分期付每月多少」: a verb of paying before a bare 多少 asks for money
         rf"|(?:充|交|缴|付|花|扣|罚|返|收)(?:值|费|款|了|掉|还|取)?(?:每[天日月年次]|一[天个月年次])?(?:{_HEDGES})?要?多少"
         rf"(?!{_CLASSIFIERS}|{_TIME_UNITS}|岁|钱)"
@@ -334,7 +334,7 @@ def _words(text: str) -> list[tuple[str, str]]:
                 out.extend((piece, "run") for piece in _run_pieces(run, before))
                 run = ""
             elif out and len(out[-1][0]) >= 2 and out[-1][1].startswith("d"):
-                out[-1] = (out[-1][0], "n")  # 「高速上」: a word before a postposition of place is a noun
+                out[-1] = (out[-1][0], "n")  # 「长途上」: a word before a postposition of place is a noun
             out.append((word, flag))
             continue
         if len(word) == 1 and _HAN_RE.match(word) and word not in _FORM_WORDS and flag != "n":
@@ -402,7 +402,7 @@ def _run_pieces(run: str, before: str) -> list[str]:
     if before and (_NUMBER_BEFORE_RE.search(before) or before == "哪") \
             and run and _MEASURE_CHAR_RE.match(run[0]):
         run = run[1:]
-    if len(run) >= 2 and run[0] in _DESIRE_MODALS:  # 「想|租」: a wish before the verb, not part of it
+    if len(run) >= 2 and run[0] in _DESIRE_MODALS:  # 「想|借」: a wish before the verb, not part of it
         run = run[1:]
     pieces = _RUN_BREAK_RE.split(run)
     return [p for p in (piece.strip("吗呢吧啊呀么") for piece in pieces) if len(p) >= 2]
