@@ -45,6 +45,7 @@ from strategies.rules.extract import known_word
 from strategies.rules.question import (
     _FORM_WORDS,
     MIN_ANCHOR_IDF,
+    ORG_ASKED_RE,
     Vocabulary,
     _general_idf,
     _is_verb_char,
@@ -228,9 +229,7 @@ _ROLE_RE = re.compile(
     r"[\u4e00-\u9fffA-Za-z]{0,6}(?:公司|集团|银行|平台|商家|卖家|买家|店铺|部门|中心|机构|客服|快递|物流|人员|用户"
     r"|顾客|消费者|承运商|厂家|厂商|品牌方|服务商|本人|家属|代收人|寺|庙|宫|院|局|委员会|大学|学校|医院|政府)"
     r"|买家|卖家|商家|平台|用户|客户|我们|本店|本平台|消费者|顾客|您")
-# 「哪家」「哪几家银行」 ask for an organisation; a person or a group of customers does not answer them.
-_ORG_ASKED_RE = re.compile(r"哪(?:几|些)?家|什么公司|哪(?:几|些)?个?(?:公司|快递|部门|银行|机构|平台|商家)"
-                           r"|\bwhich (?:company|courier|bank)\b")
+# A person or a group of customers does not answer a question asking for an organisation (ORG_ASKED_RE).
 _PERSON_FILLER_RE = re.compile(r"(?:用户|顾客|消费者|客户|买家|会员|本人|家属|代收人|人员|您)$")
 _PLACE_RE = re.compile(
     r"(?:寄到|寄回|寄往|退回|退回到|送到|送至|发往|寄至|退至|存放在|位于|前往|到达|原路|在)[^，。；\s]{1,12}"
@@ -1139,7 +1138,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers += tuple(Filler("count", m.group(0), m.start(), m.end())
                          for m in _IDENTIFIER_RE.finditer(_norm(unit.text))
                          if not any(a <= m.start() < b for a, b in timed))
-    if asked == "person_org" and _ORG_ASKED_RE.search(question["norm"]):  # 「哪家」: no 「…用户」
+    if asked == "person_org" and ORG_ASKED_RE.search(question["norm"]):  # 「哪家」: no 「…用户」
         fillers = tuple(f for f in fillers if not _PERSON_FILLER_RE.search(f.text))
     if asked == "count" and _PHONE_ASKED_RE.search(question["norm"]):  # 「预约电话号码是多少」: a number to dial
         fillers = tuple(Filler("count", m.group(0), m.start(), m.end()) for m in _PHONE_RE.finditer(_norm(unit.text)))
@@ -1210,8 +1209,9 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     return UnitVerdict(unit, not reason, fillers, bind, quals, reason)
 
 
-_ANSWER_PUNCT_RE = re.compile(r"[，,。；;！!？?\s]")
-_CHOICE_RE = re.compile(r"还是([^，,。；;！!？?\s]{2,6}?)[呢啊呀吧吗]?\s*(?:[，,。；;！!？?]|$)")
+_CLAUSE_STOPS = r"，,。；;！!？?\s"
+_CLAUSE_STOP_RE = re.compile(rf"[{_CLAUSE_STOPS}]")
+_CHOICE_RE = re.compile(rf"还是([^{_CLAUSE_STOPS}]{{2,6}}?)[呢啊呀吧吗]?\s*(?:[{_CLAUSE_STOPS}]|$)")
 
 
 def _choice_options(norm: str) -> tuple[str, ...]:
@@ -1224,7 +1224,7 @@ def _choice_options(norm: str) -> tuple[str, ...]:
         right = m.group(1)
         left = norm[max(0, m.start() - len(right)):m.start()]
         if len(left) == len(right) and left != right and left[-1] == right[-1] \
-                and not _ANSWER_PUNCT_RE.search(left):
+                and not _CLAUSE_STOP_RE.search(left):
             same = len(os.path.commonprefix([left[::-1], right[::-1]]))
             if same >= 2 and len(left) - same >= 2:  # 「从付款开始算还是激活开始算」: the options are what differs
                 return (left[:-same], right[:-same])

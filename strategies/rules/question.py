@@ -44,6 +44,9 @@ _TIME_UNITS = "天|日|工作日|个工作日|小时|个小时|分钟|周|星期
 _MONEY = "费率|利率|税率|汇率|钱|元|块|费|价|金额|运费|邮费|手续费|利息|年费|押金|定金|尾款|补贴|赔偿|退款金额"
 # Adverbs that may stand between a noun and its interrogative (「年费大概是多少」).
 _HEDGES = "一般|大概|大约|通常|一共|总共|现在|目前|大致|具体"
+# The forms of 「谁」 that ask for an organisation only (「哪家」「哪几家银行」), not for a person.
+ORG_ASKED_RE = re.compile(r"哪(?:几|些)?家|什么公司|哪(?:几|些)?个?(?:公司|快递|部门|银行|机构|平台|商家)"
+                          r"|\bwhich (?:company|courier|bank)\b")
 _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
     ("reason", re.compile(r"为什么|为啥|为何|什么原因|怎么回事|原因是|\bwhy\b")),
     ("duration", re.compile(
@@ -65,8 +68,7 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
         rf"(?<!哪)几(?:{_CLASSIFIERS}|岁)|多少(?:{_CLASSIFIERS}|岁)|(?:最多|最少|最高|最低|最大|最小|上限|下限|一共|总共)是?(?:能|可以)?[^，。？?]{{0,6}}(?:几|多少)"
         r"|多少(?:里程|公里|公斤|千克|积分)|多远|多重|多少\s*[?？]?\s*$|\bhow many\b|\bhow (?:far|heavy)\b")),
     ("person_org", re.compile(
-        r"谁|哪(?:几|些)?家|哪位|什么人|什么公司|哪(?:几|些)?个?(?:公司|快递|部门|银行|机构|平台|商家)|由哪"
-        r"|\bwho\b|\bwhich (?:company|courier|bank)\b")),
+        rf"谁|哪位|什么人|由哪|\bwho\b|{ORG_ASKED_RE.pattern}")),
     ("place", re.compile(
         r"哪里|哪儿|什么地方|哪(?:几|些)?个?(?:城市|省份?|地区|地方|国家)|在哪|去哪|寄到哪|退到哪|退哪"
         r"|\bwhere\b")),
@@ -329,15 +331,11 @@ def _words(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     run, before = "", ""
     for word, flag in _modal_split(text, _asked_measures(_tagged(text))):
-        if flag == "f" and len(word) == 1:  # a postposition (「…上」「…后」) ends a run, never joins one
-            if run:
-                out.extend((piece, "run") for piece in _run_pieces(run, before))
-                run = ""
-            elif out and len(out[-1][0]) >= 2 and out[-1][1].startswith("d"):
-                out[-1] = (out[-1][0], "n")  # 「长途上」: a word before a postposition of place is a noun
-            out.append((word, flag))
-            continue
-        if len(word) == 1 and _HAN_RE.match(word) and word not in _FORM_WORDS and flag != "n":
+        postposition = flag == "f" and len(word) == 1  # 「…上」「…后」 ends a run, never joins one
+        if postposition and not run and out and len(out[-1][0]) >= 2 and out[-1][1].startswith("d"):
+            out[-1] = (out[-1][0], "n")  # 「长途上」: a word before a postposition of place is a noun
+        if not postposition and len(word) == 1 and _HAN_RE.match(word) and word not in _FORM_WORDS \
+                and flag != "n":
             before = before if run else (out[-1][0] if out else "")
             run += word
             continue
