@@ -109,8 +109,10 @@ _VERSION_RE = re.compile(
     r"|按?(?:以前|之前|原来|当时)的?(?:规则|政策|条款|标准|规定|版本)"
     r"|\bv\d+(?:\.\d+)*\b|\d{4}年?版")
 _PERIOD_RE = re.compile(
-    r"[\u4e00-\u9fff\d]{1,6}期间|[\u4e00-\u9fff]{1,4}(?<![\d一二两三四五六七八九十几每第])节(?:前|后|期间)?|双\d{1,2}|\d{1,2}\.\d{1,2}"
+    r"双\d{1,2}|\d{1,2}\.\d{1,2}"
     r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]|\d{1,2}月份|周末|工作日|节假日|大促")
+_FESTIVAL_AFTER = frozenset({"前", "后", "期间"})
+_NUMERAL_CHARS = frozenset("一二两三四五六七八九十几每第")  # 「三节」「第一节」 count lessons, not festivals
 _LATIN_WORD_RE = re.compile(r"[a-z][a-z0-9+.]*")
 _HAN_RE = re.compile(r"[\u4e00-\u9fff]")
 _HAN_RUN_RE = re.compile(r"[\u4e00-\u9fff]+")
@@ -678,6 +680,38 @@ def _parse_location(text: str) -> dict[str, Any] | None:
     return result if isinstance(result, dict) else None
 
 
+def _periods(norm: str) -> list[str]:
+    """Return the periods a question names: dates, 「周末」, a festival (「…节」), 「…期间」.
+
+    A festival and a 「…期间」 are read off jieba's words, never off a run of characters: the
+    festival is the word ending in 节 (「国庆节前」; the 节 of 「节假日」 or a lone 节 is none), the
+    period before 期间 is the one word before it (「保养期间」, not the clause that leads to it).
+    """
+    from knowledge.normalize import _tokenizer
+
+    spans = [(m.start(), m.end()) for m in _PERIOD_RE.finditer(norm)]
+    words: list[tuple[str, int, int]] = []
+    pos = 0
+    for word in _tokenizer().lcut(norm, HMM=False):
+        words.append((word, pos, pos + len(word)))
+        pos += len(word)
+    found: list[tuple[int, int]] = []
+    for i, (word, start, end) in enumerate(words):
+        after = words[i + 1] if i + 1 < len(words) else None
+        if len(word) >= 2 and word.endswith("节") and _HAN_RE.fullmatch(word[-2]) \
+                and word[-2] not in _NUMERAL_CHARS:
+            found.append((start, after[2] if after and after[0] in _FESTIVAL_AFTER else end))
+        elif word == "期间" and i > 0:
+            before = words[i - 1]
+            lead = next((a for a, b in spans if b == start), None)  # 「双11期间」
+            if lead is not None:
+                found.append((lead, end))
+            elif len(before[0]) >= 2 and _HAN_RUN_RE.fullmatch(before[0]):
+                found.append((before[1], end))
+    found += [(a, b) for a, b in spans if not any(x <= a and b <= y for x, y in found)]
+    return [norm[a:b] for a, b in sorted(dict.fromkeys(found))]
+
+
 def _qualifiers(norm: str, vocab: Vocabulary) -> dict[str, list[str]]:
     quals: dict[str, list[str]] = {}
 
@@ -698,8 +732,8 @@ def _qualifiers(norm: str, vocab: Vocabulary) -> dict[str, list[str]]:
             add("payment", pay)
     for match in _VERSION_RE.finditer(norm):
         add("version", match.group(0))
-    for match in _PERIOD_RE.finditer(norm):
-        add("period", match.group(0))
+    for period in _periods(norm):
+        add("period", period)
     taken = {v for vals in quals.values() for v in vals}
     words = {w for w, _ in _words(norm)}
     for value, head in sorted(vocab.values().items(), key=lambda kv: -len(kv[0])):

@@ -308,6 +308,15 @@ def test_a_session_counted_in_jie_is_not_a_festival(question, period):
     assert analyze_question(question)["qualifiers"].get("period") == period
 
 
+@pytest.mark.parametrize(("question", "period"), [
+    ("年卡国庆节前能冻结吗", ["国庆节前"]),  # the festival is its word, not the characters before it
+    ("私教课按价目表里节假日那档收吗", ["节假日"]),  # the 节 of 节假日 ends no festival
+    ("场馆设备检修期间能退课吗", ["检修期间"]),  # the one word before 期间
+])
+def test_a_period_is_read_off_words_not_a_run_of_characters(question, period):
+    assert analyze_question(question)["qualifiers"].get("period") == period
+
+
 def test_the_pinyin_table_loads_without_writing_to_stdout():
     # ``csagent ask --json`` prints its answer on stdout: jionlp's import banner must not precede it.
     import subprocess
