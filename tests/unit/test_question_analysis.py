@@ -121,3 +121,14 @@ def test_document_frequency_from_texts() -> None:
 def test_bad_input_never_raises(text: str) -> None:
     q = analyze_question(text)
     assert q["text"] == text and q["slot"] in ("none", "yesno", "count")
+
+
+@pytest.mark.parametrize(("question", "terms"), [
+    ("会员卡会不会自动续费", ["会员卡", "续费"]),  # the modal goes with its negated copy
+    ("明天球场下不下雨还上课", ["球场", "下雨", "上课"]),  # a verb keeps its affirmative copy
+    ("储物柜用不用押金", ["储物柜", "押金"]),
+])
+def test_an_a_not_a_form_leaves_no_negated_copy_among_the_terms(question, terms):
+    subject = analyze_question(question)["subject_terms"]
+    assert not any(t.startswith(("不", "没")) for t in subject)
+    assert all(t in subject for t in terms)
