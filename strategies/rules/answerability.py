@@ -1479,7 +1479,8 @@ def _other_quantity(question: Question, unit: Unit) -> list[str]:
              if q[0] not in skip or _MODIFIER_AFTER_RE.match(qnorm, q[4])]
     if not asked:
         return []
-    stated = _intervals(norm, _found(norm))
+    stated = [(f, lo, float("inf") if _EXCESS_AFTER_RE.match(norm, b) else hi, a, b)
+              for f, lo, hi, a, b in _intervals(norm, _found(norm))]  # 「N以内…，超出部分…」 prices beyond N too
     out: list[str] = []
     for family, low, high, _, _ in asked:
         same = [(lo, hi, a, b) for f, lo, hi, a, b in stated if f == family and (f != "money" or _tier_sum(unit, norm, lo, hi, b))]
@@ -1487,6 +1488,10 @@ def _other_quantity(question: Question, unit: Unit) -> list[str]:
             continue
         out.extend(norm[a:b] for _, _, a, b in same)
     return out
+
+
+# What a rule says of the part beyond a bound (「50公里内300元，超出部分8元/公里」): it covers every quantity.
+_EXCESS_AFTER_RE = re.compile(r"[^。\n]{0,30}?(?:(?:超出|超过)的?部分|超出后)")
 
 
 def _tier_sum(unit: Unit, norm: str, low: float, high: float, end: int) -> bool:
