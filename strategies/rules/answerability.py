@@ -1113,6 +1113,25 @@ def _states_limit(unit: Unit, *, money: bool = False) -> bool:
                for t in texts for clause in _CELL_SEP_RE.split(t))
 
 
+DOMAIN_SHARE = 0.5  # a qualifier value written in more than this share of the KB's chunks is its own subject
+
+
+def _without_domain_values(question: Question, vocab: Vocabulary | None) -> Question:
+    """Return ``question`` without the qualifier values the knowledge base writes in most of its chunks.
+
+    On a knowledge base about credit cards, 「信用卡」 is what every rule is about, not one payment
+    method among others: a unit naming a debit card as where money goes does not contradict it.
+    """
+    if vocab is None or not vocab.texts:
+        return question
+    n = len(vocab.texts)
+    quals = {kind: [v for v in values if ALTERNATIVES in v or vocab.document_frequency(v) <= DOMAIN_SHARE * n]
+             for kind, values in question["qualifiers"].items()}
+    if quals == question["qualifiers"]:
+        return question
+    return cast(Question, {**question, "qualifiers": {k: v for k, v in quals.items() if v}})
+
+
 def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = None,
                weights: Mapping[str, float] | None = None, slot: Slot | None = None,
                min_share: float = MIN_SUBJECT_SHARE) -> UnitVerdict:
@@ -1178,7 +1197,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if asked in VALUE_SLOTS and fillers:
         fillers = shaped_fillers(fillers, unit, anchors, _asked_bound(question), question.get("measure", ""),
                                  face_values=any(_INSTRUMENT_RE.search(t) for t in [*anchors, *subject]))
-    quals = qualifier_check(question, unit, dims)
+    quals = qualifier_check(_without_domain_values(question, vocab), unit, dims)
     excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
                 or _sibling_label(unit, bind.found) or _other_conjunct(unit, bind.found, subject)
                 or _narrower_heading(question, unit, vocab)
