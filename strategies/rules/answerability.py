@@ -1119,8 +1119,8 @@ DOMAIN_SHARE = 0.5  # a qualifier value written in more than this share of the K
 def _without_domain_values(question: Question, vocab: Vocabulary | None) -> Question:
     """Return ``question`` without the qualifier values the knowledge base writes in most of its chunks.
 
-    On a knowledge base about credit cards, 「信用卡」 is what every rule is about, not one payment
-    method among others: a unit naming a debit card as where money goes does not contradict it.
+    On a gift-card help centre, 「礼品卡」 is what every rule is about, not one payment method among
+    others: a unit naming the wallet a refund goes back to does not contradict it.
     """
     if vocab is None or not vocab.texts:
         return question
@@ -1509,7 +1509,7 @@ def _other_quantity(question: Question, unit: Unit) -> list[str]:
     return out
 
 
-# What a rule says of the part beyond a bound (「50公里内300元，超出部分8元/公里」): it covers every quantity.
+# What a rule says of the part beyond a bound (「10公里内20元，超出部分3元/公里」): it covers every quantity.
 _EXCESS_AFTER_RE = re.compile(r"[^。\n]{0,30}?(?:(?:超出|超过)的?部分|超出后)")
 
 

@@ -684,8 +684,8 @@ def _periods(norm: str) -> list[str]:
     """Return the periods a question names: dates, 「周末」, a festival (「…节」), 「…期间」.
 
     A festival and a 「…期间」 are read off jieba's words, never off a run of characters: the
-    festival is the word ending in 节 (「国庆节前」; the 节 of 「节假日」 or a lone 节 is none), the
-    period before 期间 is the one word before it (「保养期间」, not the clause that leads to it).
+    festival is the word ending in 节 (「中秋节后」; the 节 of 「节假日」 or a lone 节 is none), the
+    period before 期间 is the one word before it (「闭馆期间」, not the clause that leads to it).
     """
     from knowledge.normalize import _tokenizer
 
@@ -828,16 +828,16 @@ def _speaker_time(norm: str, word: str, flag: str) -> bool:
 _ASKED_FORM_WORDS = frozenset({"不能", "不了", "额外"})
 
 
-# An A-not-A question (「会不会」「含不含税」「有没有」) asks yes or no of A: the negated copy is form.
+# An A-not-A question (「会不会」「含不含」「有没有」) asks yes or no of A: the negated copy is form.
 _A_NOT_A_RE = re.compile(r"([\u4e00-\u9fff])[不没]\1")
-_FORM_OF_A_NOT_A = frozenset("会能要可该是有")  # 「会不会扣费」 asks of 扣费: the modal goes with its copy
+_FORM_OF_A_NOT_A = frozenset("会能要可该是有")  # 「会不会续费」 asks of 续费: the modal goes with its copy
 
 
 def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], list[str]]:
     """Return (tokens, subject terms): content words minus form words and qualifier values.
 
-    An A-not-A form is read as A (「含不含税」 as 「含税」; a modal or 是/有 with its copy is
-    dropped: 「积分会不会过期」 as 「积分过期」), so its negated copy (「不会」) never becomes a term.
+    An A-not-A form is read as A (「含不含押金」 as 「含押金」; a modal or 是/有 with its copy is
+    dropped: 「年卡会不会续费」 as 「年卡续费」), so its negated copy (「不会」) never becomes a term.
     """
     norm = _A_NOT_A_RE.sub(lambda m: "" if m.group(1) in _FORM_OF_A_NOT_A else m.group(1), norm)
     pairs = [(w, f) for w, f in _words(norm) if (_HAN_RE.search(w) or re.search(r"[a-z0-9]", w))

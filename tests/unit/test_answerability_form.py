@@ -727,12 +727,12 @@ def test_a_value_written_in_most_of_the_kb_is_its_subject_not_a_regime():
     # a gift-card help centre: 礼品卡 is what every rule is about, not one payment method among others
     texts = ["礼品卡充值后即时到账。", "礼品卡挂失请致电客服。", "礼品卡余额可查询。", "礼品卡不可转借他人。",
              "团课每节60分钟。", "退卡款项原路退回微信，1天内到账。"]
-    vocab = build_vocabulary([["会员服务", "礼品卡"]], texts)
+    vocab = build_vocabulary([["场馆服务", "礼品卡"]], texts)
     q = analyze_question("礼品卡退卡款项多久到账", [], vocab)
     assert q["qualifiers"].get("payment") == ["礼品卡"]
     text = "退卡款项原路退回微信，1天内到账。"
-    unit = Unit(id="e@0", evidence_id="e", doc_id="d", category="礼品卡", text=text, context=("退款到账时间",),
+    unit = Unit(id="e@0", evidence_id="e", doc_id="d", category="礼品卡", text=text, context=("款项去向",),
                 chunk_text=text)
     assert judge_unit(q, unit, vocab=vocab).answers  # 微信 is where the money goes, not another regime
-    rare = build_vocabulary([["会员服务", "礼品卡"]], [*texts, *(f"第{i}条场馆规则。" for i in range(8))])
+    rare = build_vocabulary([["场馆服务", "礼品卡"]], [*texts, *(f"第{i}条场馆规则。" for i in range(8))])
     assert not judge_unit(analyze_question("礼品卡退卡款项多久到账", [], rare), unit, vocab=rare).answers
