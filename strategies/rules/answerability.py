@@ -1134,8 +1134,13 @@ def _without_domain_values(question: Question, vocab: Vocabulary | None) -> Ques
 
 def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = None,
                weights: Mapping[str, float] | None = None, slot: Slot | None = None,
-               min_share: float = MIN_SUBJECT_SHARE) -> UnitVerdict:
-    """Return whether ``unit`` answers ``question`` (filler of the slot, bound, qualifiers ok)."""
+               min_share: float = MIN_SUBJECT_SHARE, regimes: Question | None = None) -> UnitVerdict:
+    """Return whether ``unit`` answers ``question`` (filler of the slot, bound, qualifiers ok).
+
+    ``weights`` and ``regimes`` (the question as the qualifier check reads it,
+    :func:`_without_domain_values`) depend on the question only: a caller judging many units
+    computes them once.
+    """
     asked = slot or question["slot"]
     dims = vocab.dimensions if vocab else {}
     fillers = tuple(slot_fillers(asked, unit.text))
@@ -1197,7 +1202,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if asked in VALUE_SLOTS and fillers:
         fillers = shaped_fillers(fillers, unit, anchors, _asked_bound(question), question.get("measure", ""),
                                  face_values=any(_INSTRUMENT_RE.search(t) for t in [*anchors, *subject]))
-    quals = qualifier_check(_without_domain_values(question, vocab), unit, dims)
+    quals = qualifier_check(regimes if regimes is not None else _without_domain_values(question, vocab), unit, dims)
     excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
                 or _sibling_label(unit, bind.found) or _other_conjunct(unit, bind.found, subject)
                 or _narrower_heading(question, unit, vocab)
@@ -1475,6 +1480,10 @@ def _other_row_option(question: Question, unit: Unit) -> list[str]:
 _MODIFIER_AFTER_RE = re.compile(r"\s*(?:左右|上下|以上|以下|以内|多)?\s*的")
 
 
+# What a rule says of the part beyond a bound (「10公里内20元，超出部分3元/公里」): it covers every quantity.
+_EXCESS_AFTER_RE = re.compile(r"[^。\n]{0,30}?(?:(?:超出|超过)的?部分|超出后)")
+
+
 def _other_quantity(question: Question, unit: Unit) -> list[str]:
     """Return the unit's quantities that contradict one the question states (``[]`` if none).
 
@@ -1507,10 +1516,6 @@ def _other_quantity(question: Question, unit: Unit) -> list[str]:
             continue
         out.extend(norm[a:b] for _, _, a, b in same)
     return out
-
-
-# What a rule says of the part beyond a bound (「10公里内20元，超出部分3元/公里」): it covers every quantity.
-_EXCESS_AFTER_RE = re.compile(r"[^。\n]{0,30}?(?:(?:超出|超过)的?部分|超出后)")
 
 
 def _tier_sum(unit: Unit, norm: str, low: float, high: float, end: int) -> bool:
@@ -2144,7 +2149,8 @@ def _judge_units(question: Question, units: Sequence[Unit], vocab: Vocabulary | 
     if _says_nothing_specific(question, vocab, weights):
         empty = Binding(0.0, (), tuple(question["subject_terms"]), False)
         return [UnitVerdict(u, False, (), empty, QualifierCheck(), "vague subject") for u in units]
-    return [judge_unit(question, u, vocab=vocab, weights=weights, min_share=min_share) for u in units]
+    regimes = _without_domain_values(question, vocab)
+    return [judge_unit(question, u, vocab=vocab, weights=weights, min_share=min_share, regimes=regimes) for u in units]
 
 
 def answerability(question: Question, evidence: Sequence[Mapping[str, Any]], *,

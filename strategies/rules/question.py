@@ -687,14 +687,9 @@ def _periods(norm: str) -> list[str]:
     festival is the word ending in 节 (「中秋节后」; the 节 of 「节假日」 or a lone 节 is none), the
     period before 期间 is the one word before it (「闭馆期间」, not the clause that leads to it).
     """
-    from knowledge.normalize import _tokenizer
-
     spans = [(m.start(), m.end()) for m in _PERIOD_RE.finditer(norm)]
-    words: list[tuple[str, int, int]] = []
-    pos = 0
-    for word in _tokenizer().lcut(norm, HMM=False):
-        words.append((word, pos, pos + len(word)))
-        pos += len(word)
+    edges = sorted(word_edges(norm, hmm=False))
+    words = [(norm[a:b], a, b) for a, b in zip(edges, edges[1:], strict=False)]
     found: list[tuple[int, int]] = []
     for i, (word, start, end) in enumerate(words):
         after = words[i + 1] if i + 1 < len(words) else None
