@@ -2027,6 +2027,9 @@ _LABELLED_NUMBER_RE = re.compile(
 _LABEL_UNIT_RE = re.compile(r"[（(]([^（）()]{1,6})[)）]")
 
 
+_UNLIMITED_RE = re.compile(r"不限(?:次数|数量)?|无限")  # no limit on a count: it answers 「几次」 under its label
+
+
 def _label_counts(label: str, measure: str) -> bool:
     """Return True when a value's label names ``measure`` as what it counts (not a unit of another kind).
 
@@ -2083,7 +2086,8 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
       by a plain value, one with no limit word beside it, in its cell or in the heading the
       unit answers (「私教课每节80元」 is a price, not the least one pays). A time's limit word
       may head its clause (「最晚须在开课前2小时」);
-    - **measured**: a count in a named classifier (「几张」) needs a value in that classifier;
+    - **measured**: a count in a named classifier (「几张」) needs a value in that classifier, or a
+      bare number or 「不限」 whose label names what is counted (「每人可借册数：不限」);
     - **numeric**: a bound question needs a number (「全额」「立即」 state no limit);
     - **not a face value**: an amount naming a coupon's or card's value (「5元无门槛优惠券」) does
       not answer a question about anything but such an instrument (``face_values``).
@@ -2100,7 +2104,8 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
             continue  # 「赠送5元无门槛优惠券」: the coupon's face value, not what was asked
         cell = _cell_before(norm, filler)
         if measure and not any(m in filler.text for m in _MEASURE_ALIASES.get(measure, (measure,))) \
-                and not (filler.text.replace(".", "").isdigit() and _label_counts(cell, measure)):
+                and not ((filler.text.replace(".", "").isdigit() or _UNLIMITED_RE.fullmatch(filler.text))
+                         and _label_counts(cell, measure)):
             continue
         before, after = norm[max(0, filler.start - BOUND_WINDOW):filler.start], norm[filler.end:filler.end + 3]
         before = before.rstrip(":： ")  # 「每次最低：2元」: the bound word heads the value's cell

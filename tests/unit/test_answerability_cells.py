@@ -743,6 +743,14 @@ def test_a_bare_number_counts_what_its_label_names():
     assert not judge_unit(analyze_question("换瑜伽体验课要多少积分"), timed).answers  # minutes are no points
 
 
+def test_no_limit_under_a_label_naming_what_is_counted_answers_how_many_times():
+    row = _row("课程：晨练团课，单次价格：30元，每周可约次数：不限", "会员手册", "团课预约")
+    verdict = judge_unit(analyze_question("晨练团课一周能约几次"), row)
+    assert verdict.answers and [f.text for f in verdict.fillers] == ["不限"]
+    other = _row("课程：晨练团课，单次价格：30元，场地容量：不限", "会员手册", "团课预约")
+    assert not judge_unit(analyze_question("晨练团课一周能约几次"), other).answers  # it counts no visits
+
+
 def test_a_value_answers_whether_an_act_may_be_done_only_where_the_act_is_named():
     question = analyze_question("私教体验课没上能退吗")
     price = _row("课程：私教体验课，价格：199元/节", "会员手册", "课程价格")
