@@ -116,6 +116,9 @@ MEASURED_WINDOW = 3  # words on either side of the interrogative that may hold t
 _PUNCT_RE = re.compile(r"^[，,。；;：:？?！!、\s]+$")
 _UNIT_CLAUSE_RE = re.compile(r"[，,；;。！？!?]")  # a cell 「停卡管理费：50元」 keeps its label
 VALUE_TYPES = frozenset({"duration", "amount", "count", "clock", "date", "number"})
+# A question asking what must be reached (「满多少」「刷多少才…」) and a sum stated as that bar (「满N元」).
+_THRESHOLD_ASK_RE = re.compile(r"满多少|满几|多少钱?才|多少[^，。？?]{0,4}才(?:能|可以|会|算)|门槛|够多少")
+_THRESHOLD_STATED_RE = re.compile(r"(?:满|达到|累计|超过|不低于)\s*\d|\d+(?:\.\d+)?\s*[万千]?元?(?:及)?以上|门槛")
 
 
 @lru_cache(maxsize=1024)
@@ -369,6 +372,7 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
     grams = set(view["bigrams"])
     asked = set(view["asked_types"])
     verbs = measured_verbs(question) if asked & VALUE_TYPES else ()
+    threshold = bool(asked & VALUE_TYPES) and bool(_THRESHOLD_ASK_RE.search(view["compare"]))
     row_match = {id(c): row_key_match(c.row_key, question, norm_q=view["compare"])
                  for c in candidates if c.row_key is not None}
     best_row: dict[str, float] = {}
@@ -394,6 +398,8 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
             score -= W_SLOT_CONFLICT
         frame = cand.context if cand.row_key is not None else cand.faq_question
         if verbs and states_measured(cand.text, verbs, sorted(asked), frame):
+            score += W_MEASURED
+        if threshold and _THRESHOLD_STATED_RE.search(norm):
             score += W_MEASURED
         if id(cand) in row_match and best_row[cand.evidence_id] > 0:
             share = row_match[id(cand)]

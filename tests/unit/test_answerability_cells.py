@@ -684,6 +684,22 @@ def test_the_unit_stating_the_asked_verbs_value_is_chosen():
     assert "15天内退还" in draft
 
 
+def test_a_question_on_the_bar_to_reach_prefers_the_sum_stated_as_that_bar():
+    from strategies.rules.answer import answer_terms, question_terms, sentence_units
+    from strategies.rules.extract import build_candidates, score_candidates
+
+    # The price list shares more of the question's words; only the other line states the sum to reach (满N元).
+    question = "大柜一个月要储值多少钱才能免月租"
+    evidence = [{"id": "gym#1", "doc_id": "gym", "title": "会员手册", "heading_path": ["会员手册", "储物柜"],
+                 "kind": "chunk", "rank": 0, "text": "储物柜一个月的月租为小柜30元、大柜45元，私教会员大柜免月租。"},
+                {"id": "gym#2", "doc_id": "gym", "title": "会员手册", "heading_path": ["会员手册", "月租减免"],
+                 "kind": "chunk", "rank": 1, "text": "一个自然月内储值满3000元可免当月储物柜月租。"}]
+    candidates = build_candidates(evidence, sentence_units, set(), lambda u: u.strip("。"))
+    terms = question_terms(question)
+    score_candidates(question, answer_terms(question, [], own=terms["answer_terms"]), candidates, "", view=terms)
+    assert max(candidates, key=lambda c: c.score).text.startswith("一个自然月内储值满3000元")
+
+
 @pytest.mark.parametrize(("question", "measure"), [("游泳池一圈有多远", "距离"), ("哑铃最重的有多重", "重量")])
 def test_a_measure_asked_without_its_unit_is_a_count_in_that_measure(question, measure):
     q = analyze_question(question)
