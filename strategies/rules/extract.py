@@ -15,6 +15,8 @@ A candidate unit (a prose sentence or a rendered table row of a current chunk) i
   question (or a carried-forward customer fact) names;
 - whether its value stands in one clause with the verb whose value is asked (「会费多久退」:
   「会费余额在15天内退还」, not 「会费会在2小时内冻结」), see :func:`measured_verbs`;
+- for a question on the bar to reach (「满多少」「要消费多少才能…」), whether it states a sum as
+  such a bar (「满N元」「累计N…」「N元以上」), not merely a price;
 - a small prior for the retrieval rank.
 
 Selection is greedy: the best unit, then up to two more that add question terms (or the asked
@@ -117,8 +119,9 @@ _PUNCT_RE = re.compile(r"^[，,。；;：:？?！!、\s]+$")
 _UNIT_CLAUSE_RE = re.compile(r"[，,；;。！？!?]")  # a cell 「停卡管理费：50元」 keeps its label
 VALUE_TYPES = frozenset({"duration", "amount", "count", "clock", "date", "number"})
 # A question asking what must be reached (「满多少」「刷多少才…」) and a sum stated as that bar (「满N元」).
-_THRESHOLD_ASK_RE = re.compile(r"满多少|满几|多少钱?才|多少[^，。？?]{0,4}才(?:能|可以|会|算)|门槛|够多少")
-_THRESHOLD_STATED_RE = re.compile(r"(?:满|达到|累计|超过|不低于)\s*\d|\d+(?:\.\d+)?\s*[万千]?元?(?:及)?以上|门槛")
+# Narrower than the gate's ``_THRESHOLD_ASKED_RE``, which also lets 「最低」 questions keep a 「满N元」 filler.
+_BAR_ASKED_RE = re.compile(r"满多少|满几|多少钱?才|多少[^，。？?]{0,4}才(?:能|可以|会|算)|门槛|够多少")
+_BAR_STATED_RE = re.compile(r"(?:满|达到|累计|超过|不低于)\s*\d|\d+(?:\.\d+)?\s*[万千]?元?(?:及)?以上|门槛")
 
 
 @lru_cache(maxsize=1024)
@@ -372,7 +375,7 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
     grams = set(view["bigrams"])
     asked = set(view["asked_types"])
     verbs = measured_verbs(question) if asked & VALUE_TYPES else ()
-    threshold = bool(asked & VALUE_TYPES) and bool(_THRESHOLD_ASK_RE.search(view["compare"]))
+    bar_asked = bool(asked & VALUE_TYPES) and bool(_BAR_ASKED_RE.search(view["compare"]))
     row_match = {id(c): row_key_match(c.row_key, question, norm_q=view["compare"])
                  for c in candidates if c.row_key is not None}
     best_row: dict[str, float] = {}
@@ -399,7 +402,7 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
         frame = cand.context if cand.row_key is not None else cand.faq_question
         if verbs and states_measured(cand.text, verbs, sorted(asked), frame):
             score += W_MEASURED
-        if threshold and _THRESHOLD_STATED_RE.search(norm):
+        if bar_asked and _BAR_STATED_RE.search(norm):
             score += W_MEASURED
         if id(cand) in row_match and best_row[cand.evidence_id] > 0:
             share = row_match[id(cand)]
