@@ -58,7 +58,7 @@ _FORMS: tuple[tuple[Slot, re.Pattern[str]], ...] = (
         r"|百分之几|(?:多少|什么|哪个)比例|几折|几成"  # a share asked for: a rate
         rf"|多少(?!{_CLASSIFIERS}|{_TIME_UNITS}|免)[\u4e00-\u9fff]{{1,2}}费(?!用?率)"  # 「多少电费」: a named charge
         # 「会费要缴多少」「年卡分期付每月多少」: a verb of paying before a bare 多少 asks for money
-        rf"|(?:充|交|缴|付|花|扣|罚|返|收)(?:值|费|款|了|掉|还|取)?(?:每[天日月年次]|一[天个月年次])?(?:{_HEDGES})?要?多少"
+        rf"|(?:充|交|缴|付|花|扣|罚|返|收|掏)(?:值|费|款|了|掉|还|取)?(?:每[天日月年次]|一[天个月年次])?(?:{_HEDGES})?要?多少"
         rf"(?!{_CLASSIFIERS}|{_TIME_UNITS}|岁|钱)"
         r"|\bhow much\b|\bcost\b|\bprice\b|\bfee\b")),
     ("date", re.compile(

@@ -22,6 +22,7 @@ from strategies.rules.question import (
     ("运费多少钱", "amount"),
     ("满多少包邮", "amount"),
     ("最多能用几张券", "count"),
+    ("上回储物柜门修好，维修时我掏了多少", "amount"),  # a verb of paying before a bare 多少 asks for money
     ("运费谁出", "person_org"),
     ("用哪家快递", "person_org"),
     ("退货寄到哪里", "place"),
