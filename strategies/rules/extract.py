@@ -15,7 +15,7 @@ A candidate unit (a prose sentence or a rendered table row of a current chunk) i
   question (or a carried-forward customer fact) names;
 - whether its value stands in one clause with the verb whose value is asked (「会费多久退」:
   「会费余额在15天内退还」, not 「会费会在2小时内冻结」), see :func:`measured_verbs`;
-- for a question on the bar to reach (「满多少」「要消费多少才能…」), whether it states a sum as
+- for a question on the bar to reach (「满多少」, 「多少…才可以…」), whether it states a sum as
   such a bar (「满N元」「累计N…」「N元以上」), not merely a price;
 - a small prior for the retrieval rank.
 
@@ -118,7 +118,7 @@ MEASURED_WINDOW = 3  # words on either side of the interrogative that may hold t
 _PUNCT_RE = re.compile(r"^[，,。；;：:？?！!、\s]+$")
 _UNIT_CLAUSE_RE = re.compile(r"[，,；;。！？!?]")  # a cell 「停卡管理费：50元」 keeps its label
 VALUE_TYPES = frozenset({"duration", "amount", "count", "clock", "date", "number"})
-# A question asking what must be reached (「满多少」「刷多少才…」) and a sum stated as that bar (「满N元」).
+# A question asking what must be reached (「满多少」, 「多少…才可以…」) and a sum stated as that bar (「满N元」).
 # Narrower than the gate's ``_THRESHOLD_ASKED_RE``, which also lets 「最低」 questions keep a 「满N元」 filler.
 _BAR_ASKED_RE = re.compile(r"满多少|满几|多少钱?才|多少[^，。？?]{0,4}才(?:能|可以|会|算)|门槛|够多少")
 _BAR_STATED_RE = re.compile(r"(?:满|达到|累计|超过|不低于)\s*\d|\d+(?:\.\d+)?\s*[万千]?元?(?:及)?以上|门槛")

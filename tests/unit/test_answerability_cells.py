@@ -689,7 +689,7 @@ def test_a_question_on_the_bar_to_reach_prefers_the_sum_stated_as_that_bar():
     from strategies.rules.extract import build_candidates, score_candidates
 
     # The price list shares more of the question's words; only the other line states the sum to reach (满N元).
-    question = "大柜一个月要储值多少钱才能免月租"
+    question = "大柜一个月要储值多少才可以免月租"
     evidence = [{"id": "gym#1", "doc_id": "gym", "title": "会员手册", "heading_path": ["会员手册", "储物柜"],
                  "kind": "chunk", "rank": 0, "text": "储物柜一个月的月租为小柜30元、大柜45元，私教会员大柜免月租。"},
                 {"id": "gym#2", "doc_id": "gym", "title": "会员手册", "heading_path": ["会员手册", "月租减免"],
