@@ -298,11 +298,11 @@ def test_a_unit_stating_another_size_does_not_answer_about_the_asked_size():
 
 
 def test_a_bound_with_a_price_for_the_part_beyond_it_covers_every_quantity():
-    row = "项目：场馆接驳车，费用：10公里内20元，超出部分3元/公里"
-    assert _row_answers("25公里的接驳车多少钱", row)  # the part beyond 10公里 is priced
-    assert _row_answers("8公里的接驳车多少钱", row)
+    row = "项目：场馆摆渡车，费用：10公里内20元，超出部分3元/公里"
+    assert _row_answers("25公里的摆渡车多少钱", row)  # the part beyond 10公里 is priced
+    assert _row_answers("8公里的摆渡车多少钱", row)
     # a bound alone says nothing of what lies beyond it
-    assert not _row_answers("25公里的接驳车多少钱", "项目：场馆接驳车，费用：10公里内20元")
+    assert not _row_answers("25公里的摆渡车多少钱", "项目：场馆摆渡车，费用：10公里内20元")
 
 
 def test_a_network_generation_is_not_a_size():
