@@ -167,7 +167,7 @@ class Vocabulary:
         saying where (「城区分馆：位于南京、苏州两个城市的分馆」, 「…，包括无锡、常州等地」).
         """
         aliases: dict[str, set[str]] = {}
-        for text in self.texts:
+        for text in (_EMPHASIS_RE.sub("", t) for t in self.texts):  # 「**乙区**：…」 is 「乙区：…」
             for match in [*_ALIAS_RE.finditer(text), *_COLON_ALIAS_RE.finditer(text)]:
                 parts = [p for p in _LIST_SEP_RE.split(match.group(2)) if p]
                 if not parts or _NOT_A_LIST_RE.search(match.group(2)) or not all(_is_place(p) for p in parts):
@@ -180,7 +180,7 @@ class Vocabulary:
                 if name and not _names_a_site(name):
                     aliases.setdefault(name, set()).update(parts)
             for match in _DEFINED_LABEL_RE.finditer(text):  # 「甲类店：位于甲市、乙市两个城市的门店」
-                places = _places_after_cue(match.group(2))
+                places = _places_after_cue(match.group(2)) or _places_opening(match.group(2))
                 if len(places) >= 2 and not _names_a_site(match.group(1)):
                     aliases.setdefault(match.group(1), set()).update(places)
         return {k: frozenset(v) for k, v in aliases.items()}
@@ -559,7 +559,23 @@ _LIST_SEP_RE = re.compile(r"[、，,/\s]|和|及|与")
 _DEFINED_LABEL_RE = re.compile(r"(?<![\u4e00-\u9fffA-Za-z0-9])([\u4e00-\u9fff]{2,8})[：:](?=([^。；;\n：:]{4,120}))")
 _PLACE_CUE_RE = re.compile(r"位于|包括|包含|覆盖|分布[在于]")
 _PLACE_ITEM_SEP_RE = re.compile(r"、|和|及|与")
+_OPEN_LIST_END_RE = re.compile(r"等|[（(]")  # 「甲市、乙市等…」「甲市、乙市（…）」: the list of members ends
+_EMPHASIS_RE = re.compile(r"\*\*|__")
 _NOT_A_LIST_RE = re.compile(r"除|外|不含|不包括|为|满|以上|以下|以内")
+
+
+def _places_opening(definition: str) -> list[str]:
+    """Return the places a definition opens with when an 「等」 or a bracket closes their list.
+
+    「乙区：甲市、乙市、丙市等省会城市（…除外）」 names its members first and then says what
+    else belongs to the group: the places before 「等」 (or before the bracket) are members.
+    Two places at least, every item a place; else ``[]``.
+    """
+    head = _OPEN_LIST_END_RE.split(definition.strip(), maxsplit=1)
+    if len(head) < 2:  # nothing closes the list: a plain colon list is _COLON_ALIAS_RE's
+        return []
+    items = [i.strip() for i in _PLACE_ITEM_SEP_RE.split(head[0])]
+    return items if len(items) >= 2 and all(_is_place(i) for i in items) else []
 
 
 def _places_after_cue(sentence: str) -> list[str]:

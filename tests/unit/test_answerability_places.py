@@ -88,6 +88,22 @@ def test_a_colon_list_of_places_names_a_group_too():
     assert judge_unit(q, row, vocab=vocab).answers
 
 
+def test_a_bold_label_and_a_list_closed_by_deng_name_a_group_of_places():
+    # Markdown emphasis around the label, and 「…等」 or a bracket after the members, still define the group.
+    vocab = build_vocabulary([["馆藏分级"], ["开放时间"]], [
+        "馆藏分级 - **甲级分馆**：南京、苏州。\n- **乙级分馆**：无锡、常州、扬州等地级市（已列为甲级的除外）；"
+        "\n- **丙级分馆**：其他设有分馆的城市。",
+        "开放时间 分馆级别：乙级分馆，开门时间：10:00",
+    ])
+    assert vocab.region_aliases == {"甲级分馆": frozenset({"南京", "苏州"}),
+                                    "乙级分馆": frozenset({"无锡", "常州", "扬州"})}  # 丙级 lists no place
+    q = analyze_question("常州的分馆几点开门", vocab=vocab)
+    assert "乙级分馆" in q["qualifiers"]["region"]
+    row = Unit(id="e@0", evidence_id="e", doc_id="d", text="分馆级别：乙级分馆，开门时间：10:00", row=True,
+               context=("开放时间",))
+    assert judge_unit(q, row, vocab=vocab).answers
+
+
 @pytest.mark.parametrize(("token", "scope"), [
     ("国际", "国际"), ("国际包裹", "国际"), ("国内", "国内"), ("国内段", "国内"), ("大陆", "大陆"),
     ("国内外", None), ("国际化", None), ("华南", None),
