@@ -460,7 +460,8 @@ class Binding:
 
 
 def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, float] | None = None,
-                    required: str | None = None, threshold: float = MIN_SUBJECT_SHARE) -> Binding:
+                    required: str | None = None, threshold: float = MIN_SUBJECT_SHARE, *,
+                    lapse: bool = False) -> Binding:
     """Return how much of ``subject`` the unit (and its heading path) carries.
 
     A term counts when it occurs in the unit's text, its title/heading path or its document's
@@ -476,6 +477,8 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
         weights: Optional term weights (default 1 each).
         required: A term that must be among the found ones (the most specific one).
         threshold: The share that binds (``MIN_SUBJECT_SHARE``; a profile's ``min_subject_share``).
+        lapse: The question asks when or after how long something lapses: a word for lapsing
+            (「过期」) is met by a validity span (「有效期：90天」).
 
     """
     if not subject:
@@ -483,7 +486,7 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
     body = _norm(unit.text)
     near = body + " " + _norm(unit.context[-1]) if unit.context else body
     whole = near + " " + _norm(" ".join([unit.category, *unit.context]))
-    stated = {t for t in subject if _kind_stated(t, unit)}  # met in the unit itself, like a term in it
+    stated = {t for t in subject if _kind_stated(t, unit, lapse=lapse)}  # met in the unit itself, like a term in it
     found = [t for t in subject if t in stated or _term_present(t, whole)]
     missing = [t for t in subject if t not in found]
     w = weights or {}
@@ -1186,7 +1189,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers = _rated(fillers, unit, str(question.get("per")))
     subject = question_subject(question)
     weights = weights if weights is not None else subject_weights(subject, vocab)
-    bind = subject_binding(subject, unit, weights, specific_term(weights), min_share)
+    lapse = asked in ("duration", "date")  # 「多久过期」: a validity span answers it
+    bind = subject_binding(subject, unit, weights, specific_term(weights), min_share, lapse=lapse)
     if asked in VALUE_SLOTS and fillers and bind.found:
         fillers = bound_fillers(fillers, unit, bind.found)
     if asked in VALUE_SLOTS and fillers:
@@ -1202,7 +1206,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                or _VALUE_ANCHOR_RE.fullmatch(a)]  # 「要钱吗」 is answered by a price, not by the word
     if asked in VALUE_SLOTS and fillers:
         fillers = shaped_fillers(fillers, unit, anchors, _asked_bound(question), question.get("measure", ""),
-                                 face_values=any(_INSTRUMENT_RE.search(t) for t in [*anchors, *subject]))
+                                 face_values=any(_INSTRUMENT_RE.search(t) for t in [*anchors, *subject]),
+                                 lapse=lapse)
     quals = qualifier_check(regimes if regimes is not None else _without_domain_values(question, vocab), unit, dims)
     excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
                 or _sibling_label(unit, bind.found) or _other_conjunct(unit, bind.found, subject)
@@ -1935,7 +1940,7 @@ def _cell_fillers(fillers: Sequence[Filler], unit: Unit, terms: Sequence[str]) -
     return tuple(f for f in fillers if any(a <= f.start and f.end <= b for a, b in spans))
 
 
-def _anchored(unit: Unit, anchors: Sequence[str]) -> bool:
+def _anchored(unit: Unit, anchors: Sequence[str], *, lapse: bool = False) -> bool:
     """Return True when an anchor occurs in the unit or its title and heading path, or its value does.
 
     An anchor that names the kind of a value is carried by a value of that kind: 「有折扣吗」 by
@@ -1947,9 +1952,15 @@ def _anchored(unit: Unit, anchors: Sequence[str]) -> bool:
     body = _norm(unit.text)
     if any(_DISCOUNT_ANCHOR_RE.fullmatch(a) for a in anchors) and _DISCOUNT_VALUE_RE.search(body):
         return True
+    if lapse and any(_LAPSE_RE.fullmatch(a) for a in anchors) and _VALIDITY_RE.search(body):
+        return True
     return any(_CHARGE_ANCHOR_RE.fullmatch(a) for a in anchors) and _states_charge(unit)
 
 
+# When (or after how long) something lapses is answered by how long it is valid: 「…多久过期」 by
+# 「有效期：发放后90天」 or 「自领取之日起30天内有效」 (a span, not a validity named as a condition).
+_LAPSE_RE = re.compile(r"过期|失效|到期")
+_VALIDITY_RE = re.compile(r"有效期[^，,。；;]{0,10}?\d|\d[^，,。；;]{0,8}?内?有效")
 _DISCOUNT_ANCHOR_RE = re.compile(r"折扣|打折|折")
 _DISCOUNT_VALUE_RE = re.compile(r"\d+(?:\.\d+)?\s*折")
 _CHARGE_ANCHOR_RE = re.compile(r"(?:[要收加花掏付交补]|多[收交付])钱|收费|要费用|[加另]收|扣钱")
@@ -1957,7 +1968,7 @@ _LIMIT_ASKED_RE = re.compile(r"限制|限额|上限")
 _CONDITION_ASKED_RE = re.compile(r"要求|条件")
 
 
-def _kind_stated(term: str, unit: Unit) -> bool:
+def _kind_stated(term: str, unit: Unit, *, lapse: bool = False) -> bool:
     """Return True when ``term`` names the kind of answer asked for and the unit states one.
 
     「要钱吗」「收费吗」 is bound by a price (「每次2元」) or by 「免费」; 「有没有…限制」 by a stated
@@ -1971,6 +1982,8 @@ def _kind_stated(term: str, unit: Unit) -> bool:
         return bool(_BOUND_CELL_RE.search(body))
     if any(_CONDITION_ASKED_RE.fullmatch(t) for t in parts):
         return bool(_CONDITION_RE.search(body) or _BOUND_CELL_RE.search(body))
+    if lapse and any(_LAPSE_RE.fullmatch(t) for t in parts):
+        return bool(_VALIDITY_RE.search(body))
     return False
 
 
@@ -2076,7 +2089,7 @@ def _asked_bound(question: Question) -> str:
 
 
 def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str], bound: str,
-                   measure: str, *, face_values: bool = False) -> tuple[Filler, ...]:
+                   measure: str, *, face_values: bool = False, lapse: bool = False) -> tuple[Filler, ...]:
     """Return the fillers that have the shape the question asks for.
 
     - **anchored**: the unit or its headings carry one of the question's anchors, the words the
@@ -2093,7 +2106,7 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
     - **not a face value**: an amount naming a coupon's or card's value (「5元无门槛优惠券」) does
       not answer a question about anything but such an instrument (``face_values``).
     """
-    if anchors and not _anchored(unit, anchors):
+    if anchors and not _anchored(unit, anchors, lapse=lapse):
         return ()
     norm = _norm(unit.text)
     if anchors and not unit.row:  # 「22:00下班…次日上班」: the value is the time of 下班

@@ -736,3 +736,15 @@ def test_a_value_written_in_most_of_the_kb_is_its_subject_not_a_regime():
     assert judge_unit(q, unit, vocab=vocab).answers  # 微信 is where the money goes, not another regime
     rare = build_vocabulary([["场馆服务", "礼品卡"]], [*texts, *(f"第{i}条场馆规则。" for i in range(8))])
     assert not judge_unit(analyze_question("礼品卡退卡款项多久到账", [], rare), unit, vocab=rare).answers
+
+
+@pytest.mark.parametrize(("question", "text", "answers"), [
+    ("次卡多久过期", "卡种：次卡，次数：10次，有效期：开卡后 90天", True),
+    ("储值卡什么时候失效", "储值卡自开卡之日起36个月内有效，余额不退。", True),
+    # a validity the sentence only names as a condition states no span
+    ("体验课券领取以后几天失效", "退课时体验课券若未超出有效期，退回原账户。", False),
+    # a yes-no question about what follows the lapse does not ask how long the card is valid
+    ("储值卡到期以后余额可以提现吗", "卡种：储值卡，有效期：开卡后 365天，可提现：否", False),
+])
+def test_how_long_until_something_lapses_is_answered_by_its_validity(question, text, answers):
+    assert _answers(question, text, "会员卡券") is answers
