@@ -1843,7 +1843,14 @@ def _sibling_clause(clause: str, anchors: Sequence[str]) -> bool:
 
 
 def _clause_of(norm: str, filler: Filler, *, join: bool = True) -> str:
-    """Return the clause of ``norm`` holding ``filler`` (``join``: a short leading clause joins the next)."""
+    """Return the clause of ``norm`` holding ``filler``.
+
+    With ``join``, a short leading clause set off by a comma is one predicate with the clause after
+    it: a filler in the leading clause takes in the clause after it (「签收后24小时内，…到账」), and
+    the filler's clause takes in a leading clause before it that names what it is about
+    (「储物柜钥匙遗失，照价赔偿50元」), unless that clause only sets a time or a condition
+    (「开卡完成后，须在7天内领取」: the 7 days are not the card's).
+    """
     bounds = [0] + [m.end() for m in _CLAUSE_RE.finditer(norm)] + [len(norm) + 1]
     spans = list(zip(bounds, bounds[1:], strict=False))
     for n, (start, end) in enumerate(spans):
@@ -1851,6 +1858,9 @@ def _clause_of(norm: str, filler: Filler, *, join: bool = True) -> str:
             clause = norm[start:end]
             if join and _leads(clause) and n + 1 < len(spans):  # 「签收后24小时内，…到账」: one predicate
                 clause += norm[spans[n + 1][0]:spans[n + 1][1]]
+            elif join and n > 0 and _leads(lead := norm[spans[n - 1][0]:spans[n - 1][1]]) \
+                    and not _CONDITION_END_RE.search(lead.rstrip(",，")):  # 「另有班车，每20分钟一班」
+                clause = lead + clause
             return clause
     return ""
 

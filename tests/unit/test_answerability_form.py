@@ -748,3 +748,12 @@ def test_a_value_written_in_most_of_the_kb_is_its_subject_not_a_regime():
 ])
 def test_how_long_until_something_lapses_is_answered_by_its_validity(question, text, answers):
     assert _answers(question, text, "会员卡券") is answers
+
+
+@pytest.mark.parametrize(("text", "answers"), [
+    ("储物柜钥匙遗失，照价赔偿50元。", True),  # the leading clause names what the value after it is about
+    ("更衣柜钥匙遗失，照价赔偿30元。", False),  # … and another locker's clause does not bind this one
+])
+def test_a_short_leading_clause_binds_the_value_after_it(text, answers):
+    # (a leading clause that sets a time or a condition does not: see the bound test above)
+    assert _answers("储物柜的钥匙没了赔多少钱", text, "场馆须知") is answers
