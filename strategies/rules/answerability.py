@@ -1956,7 +1956,7 @@ def _anchored(unit: Unit, anchors: Sequence[str], *, lapse: bool = False) -> boo
     An anchor that names the kind of a value is carried by a value of that kind: 「有折扣吗」 by
     「9折」, 「要钱吗」「收费吗」 by an amount of money or a statement that it is free.
     """
-    text = _norm(unit.text + " " + " ".join(unit.context))
+    text = _norm(" ".join([unit.text, unit.category, *unit.context]))  # the category scopes it as a title does
     if any(_term_present(a, text) for a in anchors):
         return True
     body = _norm(unit.text)
