@@ -762,6 +762,6 @@ def test_a_short_leading_clause_binds_the_value_after_it(text, answers):
 @pytest.mark.parametrize(("category", "answers"), [("借书条件", True), ("还书须知", False)])
 def test_a_documents_category_carries_the_anchor_as_its_title_does(category, answers):
     # the document's declared category scopes every unit of it, for the asked act as for the subject
-    unit = Unit(id="e@0", evidence_id="e", doc_id="d", text="临时读者证不予受理。", context=("读者证件",),
-                chunk_text="临时读者证不予受理。", category=category)
+    unit = Unit(id="e@0", evidence_id="e", doc_id="d", text="临时读者证不可使用。", context=("读者证件",),
+                chunk_text="临时读者证不可使用。", category=category)
     assert judge_unit(analyze_question("拿临时读者证能借书吗"), unit).answers is answers
