@@ -61,7 +61,7 @@ _CN_NUM_RE = re.compile(rf"(?<![\d.])([零〇一二两三四五六七八九十�
 # 「5万元」「1.5万元」「2千块」: a digit with a Chinese myriad or thousand (not 千克/千米, which are units).
 _DIGIT_MAGNITUDE_RE = re.compile(rf"(\d+(?:\.\d+)?)([万千])(?!克|米)(?=(?:{_COUNTERS}))")
 _MAGNITUDES = {"万": 10000, "千": 1000}
-NORMALIZER_VERSION = 2  # part of the index settings: an index built with another version is rebuilt
+NORMALIZER_VERSION = 3  # part of the index settings: an index built with another version is rebuilt
 _NUM_UNIT_RE = re.compile(rf"(\d+(?:\.\d+)?)({_COUNTERS}|%)")
 _SPACE_RE = re.compile(r"\s+")
 _TOKEN_OK_RE = re.compile(r"[0-9a-z\u4e00-\u9fff]")
@@ -95,7 +95,10 @@ def chinese_to_int(text: str) -> int | None:
 def _numerals_to_digits(text: str) -> str:
     def repl(match: re.Match[str]) -> str:
         value = chinese_to_int(match.group(1))
-        return str(value) if value is not None else match.group(1)
+        if value is None:
+            return match.group(1)
+        before = match.string[match.start() - 1:match.start()]
+        return f" {value}" if before.isascii() and before.isalpha() else str(value)  # 「SUV一天」: not 「suv1」
 
     def scale(match: re.Match[str]) -> str:
         value = Decimal(match.group(1)) * _MAGNITUDES[match.group(2)]

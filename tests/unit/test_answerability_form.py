@@ -765,3 +765,9 @@ def test_a_documents_category_carries_the_anchor_as_its_title_does(category, ans
     unit = Unit(id="e@0", evidence_id="e", doc_id="d", text="临时读者证不可使用。", context=("读者证件",),
                 chunk_text="临时读者证不可使用。", category=category)
     assert judge_unit(analyze_question("拿临时读者证能借书吗"), unit).answers is answers
+
+
+def test_a_numeral_after_a_latin_word_does_not_join_it():
+    # 「VIP两年」 reads 「vip 2年」: the subject is 「vip」, not a token 「vip2」 no text contains
+    assert analyze_question("VIP两年多少钱")["subject_terms"] == ["vip"]
+    assert _answers("VIP两年多少钱", "VIP会员两年卡：2年368元", "会员收费")

@@ -36,6 +36,9 @@ def jieba_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
         ("三万元", "30000元"),
         ("两千块", "2000块"),
         ("5千克", "5千克"),  # 千克 is a unit, not a thousand
+        ("租VIP包厢一天", "租vip包厢1天"),
+        ("VIP一年", "vip 1年"),  # a converted numeral does not run on from a Latin word (not 「vip1」)
+        ("A320机型", "a320机型"),  # a Latin word with its own digits stays one
     ],
 )
 def test_normalize_text(raw: str, expected: str) -> None:
