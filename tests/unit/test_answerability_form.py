@@ -771,3 +771,11 @@ def test_a_numeral_after_a_latin_word_does_not_join_it():
     # 「VIP两年」 reads 「vip 2年」: the subject is 「vip」, not a token 「vip2」 no text contains
     assert analyze_question("VIP两年多少钱")["subject_terms"] == ["vip"]
     assert _answers("VIP两年多少钱", "VIP会员两年卡：2年368元", "会员收费")
+
+
+@pytest.mark.parametrize(("question", "answers"), [
+    ("环湖步道一圈有多长", True),  # 「多长」 alone asks a length as often as a time
+    ("环湖步道走完一圈多长时间", False),  # 「多长时间」 asks a time: a length does not answer it
+])
+def test_how_long_without_time_is_answered_by_a_length(question, answers):
+    assert _answers(question, "环湖步道一圈全长3.2公里，沿途设有6个休息点。", "园区设施") is answers
