@@ -1861,7 +1861,7 @@ def _clause_of(norm: str, filler: Filler, *, join: bool = True) -> str:
             if join and _leads(clause) and n + 1 < len(spans):  # 「签收后24小时内，…到账」: one predicate
                 clause += norm[spans[n + 1][0]:spans[n + 1][1]]
             elif join and n > 0 and _leads(lead := norm[spans[n - 1][0]:spans[n - 1][1]]) \
-                    and not _CONDITION_END_RE.search(lead.rstrip(",，")):  # 「另有班车，每20分钟一班」
+                    and not _CONDITION_END_RE.search(lead.rstrip(",，")):  # 「储物柜钥匙遗失，照价赔偿50元」
                 clause = lead + clause
             return clause
     return ""
@@ -1953,10 +1953,11 @@ def _cell_fillers(fillers: Sequence[Filler], unit: Unit, terms: Sequence[str]) -
 
 
 def _anchored(unit: Unit, anchors: Sequence[str], *, lapse: bool = False) -> bool:
-    """Return True when an anchor occurs in the unit or its title and heading path, or its value does.
+    """Return True when an anchor occurs in the unit, its title, heading path or category, or its value does.
 
     An anchor that names the kind of a value is carried by a value of that kind: 「有折扣吗」 by
-    「9折」, 「要钱吗」「收费吗」 by an amount of money or a statement that it is free.
+    「9折」, 「要钱吗」「收费吗」 by an amount of money or a statement that it is free, and (with
+    ``lapse``, a question on when something lapses) 「过期」 by a validity span (「有效期：90天」).
     """
     text = _norm(" ".join([unit.text, unit.category, *unit.context]))  # the category scopes it as a title does
     if any(_term_present(a, text) for a in anchors):
@@ -1988,7 +1989,7 @@ def _kind_stated(term: str, unit: Unit, *, lapse: bool = False) -> bool:
 
     「要钱吗」「收费吗」 is bound by a price (「每次2元」) or by 「免费」; 「有没有…限制」 by a stated
     limit (「最多」「不超过」「不限」); 「有哪些要求」 by a stated condition (「须」「满…」) or limit;
-    never by the word itself alone.
+    with ``lapse``, 「过期」「失效」 by a validity span; never by the word itself alone.
     """
     if _is_charge_word(term):
         return _states_charge(unit)
@@ -2107,7 +2108,8 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
                    measure: str, *, face_values: bool = False, lapse: bool = False) -> tuple[Filler, ...]:
     """Return the fillers that have the shape the question asks for.
 
-    - **anchored**: the unit or its headings carry one of the question's anchors, the words the
+    - **anchored**: the unit or its headings carry one of the question's anchors (:func:`_anchored`;
+      ``lapse``: a lapse word is carried by a validity span), the words the
       asked slot attaches to; a value whose clause names a sibling of the anchor instead of
       the anchor (「下班」 for 「上班」) is that sibling's;
     - **bounded**: a question asking for an upper bound (「最多」) is not answered by a value the
