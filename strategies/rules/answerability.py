@@ -1167,7 +1167,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                          for m in _IDENTIFIER_RE.finditer(_norm(unit.text))
                          if not any(a <= m.start() < b for a, b in timed))
     if asked == "duration" and _LENGTH_ASKED_RE.search(question["norm"]):  # 「超过多长…」: a length answers too
-        fillers += tuple(Filler("count", m.group(0), m.start(), m.end()) for m in _LENGTH_RE.finditer(_norm(unit.text)))
+        norm = _norm(unit.text)
+        fillers += tuple(Filler("count", norm[a:b], a, b) for family, _, a, b in _quantities(norm) if family == "length")
     if asked == "person_org" and ORG_ASKED_RE.search(question["norm"]):  # 「哪家」: no 「…用户」
         fillers = tuple(f for f in fillers if not _PERSON_FILLER_RE.search(f.text))
     if asked == "count" and _PHONE_ASKED_RE.search(question["norm"]):  # 「预约电话号码是多少」: a number to dial
@@ -1970,9 +1971,8 @@ def _anchored(unit: Unit, anchors: Sequence[str], *, lapse: bool = False) -> boo
     return any(_CHARGE_ANCHOR_RE.fullmatch(a) for a in anchors) and _states_charge(unit)
 
 
-# 「多长」 without 「时间」 asks a length as often as a time: a value in a unit of length answers it too.
+# 「多长」 without 「时间」 asks a length as often as a time: a quantity of the length family answers it too.
 _LENGTH_ASKED_RE = re.compile(r"多长(?!时间)")
-_LENGTH_RE = re.compile(r"\d+(?:\.\d+)?\s*(?:公里|千米|厘米|毫米|米|km|cm)")
 # When (or after how long) something lapses is answered by how long it is valid: 「…多久过期」 by
 # 「有效期：发放后90天」 or 「自领取之日起30天内有效」 (a span, not a validity named as a condition).
 _LAPSE_RE = re.compile(r"过期|失效|到期")
