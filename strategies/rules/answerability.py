@@ -216,7 +216,7 @@ _DATE_RE = re.compile(
 # 「免运费券」「免费卡」 name an instrument: the word 免…费 there states no price and grants nothing.
 _NOT_NAME = r"(?![券卡码])"
 _AMOUNT_RE = re.compile(
-    r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\s*(?:万元|元|块|%|折|倍|分钱|美元|港元|港币|澳门元|欧元|日元|英镑|新台币)|[¥￥]\s*\d+|满\s*\d+\s*减\s*\d+"
+    r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\s*(?:万元|元|块|%|折|倍|分钱|美元|港元|港币|澳门元|欧元|日元|英镑|新台币|韩元|泰铢|澳元|加元|新加坡元|卢布|法郎|sdr\b)|[¥￥]\s*\d+|满\s*\d+\s*减\s*\d+"
     r"|[百千万]分之[\d.零〇一二两三四五六七八九十点]+"  # 「千分之三」: a rate written in words
     rf"|免费{_NOT_NAME}|免收|免除|免[^\s，。；]{{0,3}}费{_NOT_NAME}|不收(?:取)?|无需(?:支付|付费|承担)|0元|全额|原价|差价")
 _CLASSIFIER = r"(?:周岁|岁|个|次|张|本|件|期|笔|份|位|座|台|种|项|条|款|级|分|积分|里程|单|人|家|层|倍|箱|包|瓶|名|只|套)"
@@ -233,7 +233,7 @@ _ROLE_RE = re.compile(
 # A person or a group of customers does not answer a question asking for an organisation (ORG_ASKED_RE).
 _PERSON_FILLER_RE = re.compile(r"(?:用户|顾客|消费者|客户|买家|会员|本人|家属|代收人|人员|您)$")
 _PLACE_RE = re.compile(
-    r"(?:寄到|寄回|寄往|退回|退回到|送到|送至|发往|寄至|退至|存放在|位于|前往|到达|原路|在)[^，。；\s]{1,12}"
+    r"(?:寄到|寄回|寄往|退回|退回到|送到|送至|发往|寄至|退至|存放在|位于|前往|到达|原路|在)[^，。；,;\s]{1,12}"
     r"|[\u4e00-\u9fff]{1,8}(?:省|市|县|区|镇|村|街道|路|号|仓|仓库|门店|网点|驿站|快递柜|柜台|服务点|中心|原支付账户|账户)")
 _YESNO_RE = re.compile(
     r"不?可以|不?能够?|不?支持|不?允许|不?需要|无需|无须|不必|必须|须|不得|禁止|仅限|除外|不?适用|不?享受|不?包含"
@@ -379,7 +379,7 @@ PARTIAL_SHARE = 0.67  # a long term counts as present when this share of its big
 
 _LATIN_TERM_RE = re.compile(r"[a-z][a-z0-9\-]*")
 _LATIN_GLUE_RE = re.compile(r"(?<=[a-z0-9])[\s\-_·.]+(?=[a-z0-9])")
-_PER_TERM_RE = re.compile(r"每([\u4e00-\u9fff]{1,2})")  # 「每页」「每天」: a rate's unit
+_PER_TERM_RE = re.compile(r"(?:每|包(?=[年季月周天日]$))([\u4e00-\u9fff]{1,2})")  # 「每页」「每天」「包月」: a rate's unit
 _MEMBER_TERM_RE = re.compile(r"([\u4e00-\u9fffA-Za-z]{2,6})(?:会员|用户)")  # a tier named with its head
 
 
@@ -392,6 +392,8 @@ def _term_present(term: str, text: str) -> bool:
         return term in text and _char_word_present(term, text)
     if term in text:
         return True
+    if len(term) >= 2 and term.endswith("到") and term[:-1] + "至" in text:
+        return True  # 「降到」 is written 「降至」
     member = _MEMBER_TERM_RE.fullmatch(term)
     if member and next(whole_word_starts(member.group(1), text, hmm=False), None) is not None:
         return True  # 「银星会员」 is the tier 「银星」 of a member table (「会员等级：银星」), not 「白银星」
@@ -504,7 +506,7 @@ ATTRIBUTION_KINDS = frozenset({"tier", "regime", "version", "category", "excepte
 VALUE_SLOTS = frozenset({"date", "duration", "amount", "count", "person_org", "place"})
 STRICT_KINDS = frozenset({"regime", "version"})  # must be present, not only uncontradicted
 # Kinds whose values a yes-no question asks about together (one naming both 「信用卡」 and 「分期」): each must be present.
-ASKED_TOGETHER_KINDS = frozenset({"payment", "tier"})
+ASKED_TOGETHER_KINDS = frozenset({"payment", "tier", "regime"})
 
 
 def _region_words() -> tuple[str, ...]:
@@ -566,8 +568,8 @@ class QualifierCheck:
 
 
 # Where a rule names what it does not cover: 「（海南、西藏除外）」「除港澳台外」「不含偏远地区」.
-_EXCEPTION_RE = re.compile(r"[（(][^（）()]{1,40}除外[）)]|[^，。；;：:（）()]{1,40}除外|除了?[^，。；;]{1,30}?(?:以外|之外|外)"
-                           r"|(?:不含|不包括|不包含)[^，。；;）)]{1,30}")
+_EXCEPTION_RE = re.compile(r"[（(][^（）()]{1,40}除外[）)]|[^，。；,;：:（）()]{1,40}除外|除了?[^，。；,;]{1,30}?(?:以外|之外|外)"
+                           r"|(?:不含|不包括|不包含)[^，。；,;）)]{1,30}")
 
 
 def _holds(area: str, place: str) -> bool:
@@ -1104,16 +1106,20 @@ def _states_asked_act(question: str, unit: Unit) -> bool:
     return any(word in text for word in predicate)
 
 
-def _states_limit(unit: Unit, *, money: bool = False) -> bool:
+def _states_limit(unit: Unit, *, money: bool = False, side: str = "") -> bool:
     """Return True when the unit or the heading it answers speaks of a limit (「上限」「最高」「不超过」…).
 
     With ``money`` (a question of a cap on what is paid), the limit's own clause must speak of
-    money: 「每次最多2条」 limits towels, 「入场次数不限」 visits, and neither caps a price.
+    money: 「每次最多2条」 limits towels, 「入场次数不限」 visits, and neither caps a price. With
+    ``side`` (``max``/``min``, the bound the question asks about) the limit must be of that side:
+    「封不封顶」 is not answered by a floor (「不足1小时按1小时计」「最低收取5元」), nor
+    「有最低消费吗」 by a cap.
     """
+    limit_re = _SIDED_LIMIT_RE.get(side, _BOUND_CELL_RE)
     texts = [_norm(t) for t in [*unit.context[-1:], unit.text]]
     if not money:
-        return any(_BOUND_CELL_RE.search(t) for t in texts)
-    return any(_BOUND_CELL_RE.search(clause) and (_AMOUNT_RE.search(clause) or _MONEY_WORD_RE.search(clause))
+        return any(limit_re.search(t) for t in texts)
+    return any(limit_re.search(clause) and (_AMOUNT_RE.search(clause) or _MONEY_WORD_RE.search(clause))
                for t in texts for clause in _CELL_SEP_RE.split(t))
 
 
@@ -1201,6 +1207,9 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if asked == "amount" and fillers and not _THRESHOLD_ASKED_RE.search(question["norm"]):
         norm = _norm(unit.text)  # 「满N元」 is the condition of a threshold, not what is charged
         fillers = tuple(f for f in fillers if not _THRESHOLD_BEFORE_RE.search(norm[max(0, f.start - 3):f.start]))
+    if asked == "duration" and fillers and not _SPAN_BAR_ASKED_RE.search(question["norm"]):
+        norm = _norm(unit.text)  # 「驾龄须满3年」 is a bar to reach, not how long something lasts or takes
+        fillers = tuple(f for f in fillers if not _is_bar_span(norm, f))
     if asked in VALUE_SLOTS and fillers and unit.row:
         fillers = _cell_fillers(fillers, unit, subject)
     if asked == "duration" and fillers:
@@ -1231,7 +1240,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
             and not any(_term_present(o, _norm(unit.text)) for o in options):
         reason = "choice absent"  # 「A还是B」 between two of a kind: a unit naming neither does not choose
     elif asked == "yesno" and question.get("bound") \
-            and not _states_limit(unit, money=bool(_MONEY_WORD_RE.search(question["norm"]))):
+            and not _states_limit(unit, money=bool(_MONEY_WORD_RE.search(question["norm"])),
+                                  side=str(question.get("bound") or "")):
         reason = "no limit stated"  # 「…设不设上限」 is answered only by a unit that speaks of a limit
     elif not fillers:
         reason = f"no {asked} filler"
@@ -1344,7 +1354,9 @@ _BELOW_BEFORE_RE = re.compile(r"(?:≤|<|＜|(?<!不)(?:小于|低于|少于)|�
 _ABOVE_AFTER_RE = re.compile(r"^\s*(?:及?以上|起)")
 _BELOW_AFTER_RE = re.compile(r"^\s*(?:及?以下|以内|之内|内)")
 _RANGE_DASH_RE = re.compile(r"^\s*[-–~～至到]\s*$")
-_ADVANCE_BEFORE_RE = re.compile(r"(?:提前|前|还有|只剩|剩|离[^，,。]{0,6}?)\s*$")
+_WITHIN_AFTER_RE = re.compile(r"\s*(?:以内|之内|及?以下)")  # 「30分钟以内」 bounds; a bare 「5日内到账」 is a deadline
+# A span counted from an event: back (「提前3天」「离开课只剩3天」) or past it (「晚了5小时」「逾期2天」).
+_ADVANCE_BEFORE_RE = re.compile(r"(?:提前|前|还有|只剩|剩|离[^，,。]{0,6}?|(?:晚|迟|迟到|超时|逾期|延误|延迟)了?)\s*$")
 EPSILON = 1e-6
 
 
@@ -1386,9 +1398,10 @@ def _spans(norm: str, *, advance_only: bool) -> list[tuple[str, float, int, int]
     out = []
     for m in _SPAN_RE.finditer(norm):
         before = norm[max(0, m.start() - 8):m.start()]
-        ranged = re.search(r"[\d时天日周月年钟]\s*[-–~～]\s*$", before) or re.match(r"\s*[-–~～]\s*\d", norm[m.end():])
+        ranged = re.search(r"[\d时天日周月年钟]\s*[-–~～至]\s*$", before) or re.match(r"\s*[-–~～至]\s*\d", norm[m.end():])
         if advance_only and not (ranged or _ADVANCE_BEFORE_RE.search(before) or _ABOVE_BEFORE_RE.search(before)
-                                 or _BELOW_BEFORE_RE.search(before) or _ABOVE_AFTER_RE.match(norm[m.end():])):
+                                 or _BELOW_BEFORE_RE.search(before) or _ABOVE_AFTER_RE.match(norm[m.end():])
+                                 or _WITHIN_AFTER_RE.match(norm[m.end():])):
             continue
         out.append(("span", float(m.group(1)) * _SPAN_SCALE[m.group(2)], m.start(), m.end()))
     return out
@@ -1773,6 +1786,19 @@ def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str]) -
 
 # A sum after 「满」 is the condition of a threshold; only a question about the threshold asks for it.
 _THRESHOLD_BEFORE_RE = re.compile(r"(?:实付|消费|订单)?满\s*$")
+# A span after 「满」 (「须满3年」) is a bar to reach, unless an event follows it (「满30天后退还」);
+# only a question about a bar (「满多久才能…」「至少几年」) asks for it.
+_BAR_SPAN_BEFORE_RE = re.compile(r"(?<!每)满\s*$")
+_BAR_SPAN_AFTER_RE = re.compile(r"\s*(?:后|以后|之后|时|起|即|的)")
+_SPAN_BAR_ASKED_RE = re.compile(r"满|至少|最少|最低|门槛|才(?:能|可以?|行|算|有)|以上|够不够|够了?吗")
+
+
+def _is_bar_span(norm: str, filler: Filler) -> bool:
+    """Return True when the duration ``filler`` is a bar to reach (「满1年」), not a span of time."""
+    return bool(_BAR_SPAN_BEFORE_RE.search(norm[max(0, filler.start - 3):filler.start])) \
+        and not _BAR_SPAN_AFTER_RE.match(norm, filler.end)
+
+
 _THRESHOLD_ASKED_RE = re.compile(r"满多少|满几|门槛|起步|多少钱?(?:以上|起|才)|最低|最少|至少|够多少")
 _PAREN_RE = re.compile(r"（[^（）]*）|\([^()]*\)")
 
@@ -1886,7 +1912,7 @@ _UPPER_WORDS = "最高|最多|最大|最长|最晚|最迟|不超过|不高于|�
 _LOWER_BEFORE_RE = re.compile(rf"(?:{_LOWER_WORDS}|满|起步价?|起)\s*$")
 _UPPER_BEFORE_RE = re.compile(rf"(?:{_UPPER_WORDS})\s*$")
 _LOWER_AFTER_RE = re.compile(r"^\s*(?:起|以上|及以上)")
-_UPPER_AFTER_RE = re.compile(r"^\s*(?:以内|以下|及以下|内|封顶)")
+_UPPER_AFTER_RE = re.compile(r"^\s*(?:以内|以下|及以下|内|封顶|为限)")  # 「以500元为限」: capped at it
 BOUND_WINDOW = 4  # characters around a value where its bound word stands
 _LOWER_WORD_RE = re.compile(_LOWER_WORDS)  # anywhere in a clause (a time's limit heads it)
 _UPPER_WORD_RE = re.compile(_UPPER_WORDS)
@@ -2046,6 +2072,9 @@ _MEASURE_ALIASES = {"分": ("分", "积分"), "积分": ("分", "积分"), "岁"
 # 「三、借阅限额」) makes the value a limit; 「满」「起」 count only beside the value (above).
 _BOUND_CELL_RE = re.compile(r"最低|最少|最小|最短|至少|不低于|不少于|最高|最多|最大|最长|不超过|不高于|上限|下限|封顶|至多|限|以内|以下|以上|不足")
 _CELL_SEP_RE = re.compile(r"[，,；;。！？!?]")
+# The same limit words by side, a cap or a floor; 「不限」 (there is none) answers either.
+_SIDED_LIMIT_RE = {"max": re.compile(r"最高|最多|最大|最长|不超过|不高于|上限|封顶|至多|限|以内|以下"),
+                   "min": re.compile(r"最低|最少|最小|最短|至少|不低于|不少于|下限|不限|以上|不足")}
 # What one may do, stated with a modal before the value in its cell (「可带3位同伴」「可加：2张」), is a
 # capacity: the most one gets, so it answers 「最多…」 (never 「最少…」). 「可能」 is a guess, 「不可」 a ban.
 _CAPACITY_RE = re.compile(r"(?:(?<![不无])可以?(?!能)|(?<![不无可])能够?|(?<![不无])允许)[\u4e00-\u9fff]")

@@ -121,6 +121,10 @@ VALUE_TYPES = frozenset({"duration", "amount", "count", "clock", "date", "number
 # A question asking what must be reached (「满多少」, 「多少…才可以…」) and a sum stated as that bar (「满N元」).
 # Narrower than the gate's ``_THRESHOLD_ASKED_RE``, which also lets 「最低」 questions keep a 「满N元」 filler.
 _BAR_ASKED_RE = re.compile(r"满多少|满几|多少钱?才|多少[^，。？?]{0,4}才(?:能|可以|会|算)|门槛|够多少")
+# A question of how long something takes (「要花多久」「需要多久」) and a time stated as what it
+# takes: a verb of spending right before the value (「一般需要15–20分钟」「约需2小时」「耗时3天」).
+_SPEND_ASKED_RE = re.compile(r"(?:需要|要|得|花|用|耗|费)(?:上|掉|费)?\s*(?:大概|大约)?\s*(?:多长时间|多久|多少时间|多少天|几天|几个?小时|几分钟)")
+_SPEND_STATED_RE = re.compile(r"(?:需要?|要|花费?|耗时|耗费|用时|历时)\s*(?:约|大约|大概)?\s*\d")
 _BAR_STATED_RE = re.compile(r"(?:满|达到|累计|超过|不低于)\s*\d|\d+(?:\.\d+)?\s*[万千]?元?(?:及)?以上|门槛")
 
 
@@ -191,6 +195,15 @@ def states_measured(text: str, verbs: Sequence[str], asked: Sequence[str], frame
         if any(_verb_in(v, clause) for v in verbs) and any(_ANSWER_TYPES[k][1].search(clause) for k in kinds):
             return True
     return False
+
+
+def _states_spent(norm: str) -> bool:
+    """Return True when ``norm`` states a time as what something takes (「一般需要15–20分钟」).
+
+    The verb of spending stands right before the value and the value is a duration.
+    """
+    duration = _ANSWER_TYPES["duration"][1]
+    return any(duration.match(norm, m.end() - 1) for m in _SPEND_STATED_RE.finditer(norm))
 
 
 def _verb_in(verb: str, clause: str) -> bool:
@@ -376,6 +389,7 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
     asked = set(view["asked_types"])
     verbs = measured_verbs(question) if asked & VALUE_TYPES else ()
     bar_asked = bool(asked & VALUE_TYPES) and bool(_BAR_ASKED_RE.search(view["compare"]))
+    spend_asked = bool(_SPEND_ASKED_RE.search(view["compare"]))
     row_match = {id(c): row_key_match(c.row_key, question, norm_q=view["compare"])
                  for c in candidates if c.row_key is not None}
     best_row: dict[str, float] = {}
@@ -403,6 +417,8 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
         if verbs and states_measured(cand.text, verbs, sorted(asked), frame):
             score += W_MEASURED
         if bar_asked and _BAR_STATED_RE.search(norm):
+            score += W_MEASURED
+        if spend_asked and _states_spent(norm):
             score += W_MEASURED
         if id(cand) in row_match and best_row[cand.evidence_id] > 0:
             share = row_match[id(cand)]

@@ -1146,9 +1146,11 @@ _MIN_RE = re.compile(r"最少|最低|最小|最短|最早|至少|下限|起步|\
 _BOUND_WORDS = frozenset("最多 最高 最大 最长 最晚 最迟 上限 封顶 至多 不超过 最少 最低 最小 最短 最早 至少 下限 起步".split())
 # The bounds jieba leaves as two single characters (最|多, 至|少): a run of single characters breaks at them.
 _RUN_BREAK_RE = re.compile("|".join(sorted(w for w in _BOUND_WORDS if w[0] in "最至")))
+_REACHED_BOUND_RE = re.compile(r"(?:最多|最高|最大|上限|封顶|最少|最低|下限)(?:以后|之后|后)")
 _MEASURE_RE = re.compile(rf"(?:几|多少)\s*个?\s*({_CLASSIFIERS}|岁|周岁|公斤|斤|克|米|公里|里程|页|元|块|美元)")
 _MEASURE_ASKED = {"多远": "距离", "多重": "重量"}  # a measure asked without its unit
 _MEASURE_ASKED_RE = re.compile("|".join(_MEASURE_ASKED))
+_SHARE_MEASURES = frozenset({"折", "成"})  # 「打几折」 asks a share of the price: an amount, not a count
 _GENERIC_MEASURES = frozenset({"个", "元", "块", "美元"})  # money and 「个」 are checked by the slot itself
 _ANCHOR_STOP_RE = re.compile(r"[，,。；;！!？?、\s]")
 MAX_ANCHOR_GAP = 6  # characters between the interrogative and its anchor (same clause)
@@ -1156,7 +1158,11 @@ MIN_ANCHOR_IDF = 7.0  # jieba's IDF below which a word is everyday language (「
 
 
 def question_bound(norm: str) -> Bound:
-    """Return ``max``/``min`` when the question asks for an upper/lower bound, else ``""``."""
+    """Return ``max``/``min`` when the question asks for an upper/lower bound, else ``""``.
+
+    A bound reached as an event (「到上限以后…降到多少」) sets the scene, it is not what is asked.
+    """
+    norm = _REACHED_BOUND_RE.sub("", norm)
     has_max, has_min = bool(_MAX_RE.search(norm)), bool(_MIN_RE.search(norm))
     return "max" if has_max and not has_min else "min" if has_min and not has_max else ""
 
@@ -1314,7 +1320,7 @@ def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,
     confirmed = confirmed_slot(bare) if slot in ("none", "yesno") and not parts else None
     slot = confirmed or slot
     measure = question_measure(first)
-    if measure and slot == "amount":  # 「要多少分」: counted in a classifier, not money
+    if measure and slot == "amount" and measure not in _SHARE_MEASURES:  # 「要多少分」: counted in a classifier, not money
         slot = "count"
     quals = _qualifiers(bare, vocab)
     negated = _negated(bare, quals)

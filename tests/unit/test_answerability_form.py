@@ -779,3 +779,101 @@ def test_a_numeral_after_a_latin_word_does_not_join_it():
 ])
 def test_how_long_without_time_is_answered_by_a_length(question, answers):
     assert _answers(question, "环湖步道一圈全长3.2公里，沿途设有6个休息点。", "园区设施") is answers
+
+
+@pytest.mark.parametrize(("text", "answers"), [
+    ("停车费不足1小时的按1小时计。", False),  # a floor: rounding up, not a cap
+    ("停车费每天最高收取60元。", True),
+])
+def test_a_question_on_a_cap_is_answered_by_a_cap_not_by_a_floor(text, answers):
+    assert _answers("停车费封不封顶", text, "停车须知") is answers
+
+
+def test_a_question_on_a_floor_is_not_answered_by_a_cap():
+    assert not _answers("私教课有最低消费吗", "私教课每次消费上限2000元。", "私教课")
+    assert _answers("私教课有最低消费吗", "私教课每次最低消费200元。", "私教课")
+
+
+@pytest.mark.parametrize(("text", "answers"), [
+    ("办理年卡须满16周岁，且入会须满1年方可转让。", False),  # 「满1年」 is a bar to reach, not how long
+    ("年卡自开卡之日起有效期1年。", True),
+    ("年卡每满3个月可免费冻结一次。", True),  # 「每满3个月」 is a period, not a bar
+])
+def test_a_span_after_man_is_a_bar_not_how_long(text, answers):
+    assert _answers("年卡能用多长时间", text, "会员卡") is answers
+
+
+def test_a_span_after_man_answers_when_an_event_follows_or_the_bar_is_asked():
+    assert _answers("年卡押金几天能退", "退卡满30天后退还年卡押金。", "会员卡")  # 「满30天后」: a time
+    assert _answers("入会满多久才能转让年卡", "入会须满1年方可转让年卡。", "会员卡")
+
+
+@pytest.mark.parametrize(("text", "answers"), [
+    ("还书逾期超过30天的，每天收取1元。", False),  # 3 days late is not past 30 days
+    ("还书逾期10天以内的，每天收取0.1元。", True),
+    ("还书逾期30分钟至1天的，收取1元。", False),  # a range that 3 days is beyond
+])
+def test_a_span_past_an_event_meets_the_rows_bounds(text, answers):
+    assert _answers("还书晚了3天，得交多少钱", text, "借阅规则") is answers
+
+
+def test_a_yes_no_on_two_regimes_at_once_needs_both():
+    from strategies.rules.question import build_vocabulary
+
+    vocab = build_vocabulary([["场馆", "企业会员"], ["场馆", "个人会员"], ["设施", "电子储物柜"], ["设施", "普通储物柜"]],
+                             ["电子储物柜可用会员卡开启。", "企业会员由单位统一办理。", "普通储物柜免费使用。"])
+    q = analyze_question("企业能用电子储物柜吗", vocab=vocab)
+    assert set(q["qualifiers"]["regime"]) == {"企业", "电子储物柜"}
+    one = _unit("电子储物柜可用会员卡开启，每次限用一天。", "场馆须知")
+    both = _unit("企业会员可使用电子储物柜，须由单位统一登记。", "场馆须知")
+    assert not judge_unit(q, one, vocab=vocab).answers  # a rule on the lockers alone says nothing of firms
+    assert judge_unit(q, both, vocab=vocab).answers
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("每名会员的赔偿以3,000韩元为限。", ["3000韩元"]),
+    ("押金为200新加坡元。", ["200新加坡元"]),
+    ("手续费为每笔5 SDR。", ["5 sdr"]),
+])
+def test_sums_in_other_currencies_are_amounts(text, found):
+    assert [f.text for f in slot_fillers("amount", text)] == found
+
+
+def test_a_value_capped_with_weixian_answers_a_question_on_the_most():
+    assert _answers("寄存的物品丢了最多能赔几元", "寄存物品遗失的，每件以500元为限赔偿。", "寄存服务")
+
+
+def test_an_exception_ends_at_its_clause():
+    # 「…可借30天，上海除外」 excepts 上海 only: the clause before the comma is the rule, not the exception
+    assert _answers("江苏的读者借书能借多久", "江苏、浙江的读者借书可借30天，上海除外。", "借阅规则")
+    assert not _answers("上海的读者借书能借多久", "江苏、浙江的读者借书可借30天，上海除外。", "借阅规则")
+
+
+def test_a_place_ends_at_its_clause():
+    assert [f.text for f in slot_fillers("place", "损坏的图书寄回总馆，不收邮费。")] == ["寄回总馆"]
+
+
+@pytest.mark.parametrize(("question", "bound"), [
+    ("借阅数量到上限以后逾期费会涨到多少", ""),  # the bound is an event that sets the scene
+    ("逾期费最多涨到多少", "max"),
+])
+def test_a_bound_reached_as_an_event_is_not_the_asked_bound(question, bound):
+    assert analyze_question(question)["bound"] == bound
+
+
+def test_a_verb_with_dao_is_written_with_zhi():
+    assert _term_present("降到", "停卡后网速降至128Kbps。")
+    assert _answers("停卡之后下载速度降到多少", "停卡后下载速度降至128Kbps，复机后恢复。", "停卡规则")
+
+
+@pytest.mark.parametrize(("text", "answers"), [
+    ("业务：云存储，费用：8元/月，说明：首月免费", True),  # 「包月」 is a price per month
+    ("业务：云存储，费用：80元/年，说明：首年免费", False),
+])
+def test_a_subscription_per_period_is_met_by_a_rate_per_that_period(text, answers):
+    assert _answers("云存储包月要几元", text, "增值业务") is answers
+
+
+@pytest.mark.parametrize("question", ["金卡会员借书打几折", "团课能打几折"])
+def test_a_discount_in_zhe_asks_an_amount_not_a_count(question):
+    assert analyze_question(question)["slot"] == "amount"

@@ -157,6 +157,15 @@ def test_score_candidates_penalises_other_rows_of_a_table_that_names_the_asked_r
     assert all(c.score < best.score - 0.2 for c in cands if c is not best)
 
 
+@pytest.mark.parametrize("question", ["办借书证要花多久", "办借书证需要多久"])
+def test_score_candidates_prefers_the_time_something_takes_for_how_long_it_takes(question):
+    # 「要花多久」 asks what the act takes: 「一般需要10分钟」, not a deadline or a hold time
+    evidence = [chunk("card#1", "借书证须在申请后30天内领取。借书证逾期未领的保留7天。办理借书证一般需要10分钟。")]
+    cands = build_candidates(evidence, sentence_units, set(), lambda u: u.strip("。"))
+    score_candidates(question, answer_terms(question, []), cands)
+    assert max(cands, key=lambda c: c.score).text == "办理借书证一般需要10分钟"
+
+
 @pytest.mark.parametrize(("term_cov", "bigram_cov", "passes"), [
     (0.5, 0.0, True), (0.33, 0.45, True), (0.33, 0.3, False), (0.2, 0.9, False), (0.0, 1.0, False),
 ])
