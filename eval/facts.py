@@ -71,10 +71,24 @@ class Facts:
         return [str(n) for n in self.numbers] + self.dates + self.times + self.order_ids + self.words
 
 
+# Words whose 一 counts nothing (「另一部分」「进一步」「统一」): cn2an would read each as the number 1.
+_NOT_A_NUMBER_RE = re.compile(r"另一|进一步|一起|一些|一下|一般|一样|一直|统一|唯一|一旦|一定|一律|一并|一致|一切|逐一|万一|一同|之一")
+_HELD_ONE = "\ue000"  # a private-use character that stands for such a 一 while cn2an runs
+
+
 def _cn_numerals(text: str) -> str:
-    """Turn Chinese numerals into digits (「九十九元」 → 「99元」); text without them is unchanged."""
+    """Turn Chinese numerals into digits (「九十九元」 → 「99元」); text without them is unchanged.
+
+    The 一 of a word that counts nothing (「另一部分」「进一步」) stays a character.
+    """
     if not any(ch in _CN_NUMERAL for ch in text):
         return text
+    held = _NOT_A_NUMBER_RE.sub(lambda m: m.group(0).replace("一", _HELD_ONE), text)
+    return _cn2an(held).replace(_HELD_ONE, "一")
+
+
+def _cn2an(text: str) -> str:
+    """Return ``text`` with cn2an's numerals as digits (unchanged where cn2an fails)."""
     import warnings
 
     try:

@@ -225,7 +225,7 @@ _CLASSIFIER = r"(?:周岁|岁|个|次|张|本|件|期|笔|份|位|座|台|种|�
 _MEASURE_UNIT = (r"(?:[kmgt]i?b(?:ps)?|[kmg](?:bps)?(?![a-z])|兆|米|公里|千米|厘米|毫米|公斤|千克|克|斤|吨|升|毫升"
                  r"|度|千瓦时|千瓦|瓦|kw|w(?![a-z])|伏|v(?![a-z])|mpa|°c|平方米|㎡|匹)")
 _UNLIMITED = r"不限(?:次数|数量)?|无限"  # no limit on a count: under a label naming what is counted it answers 「几次」
-_COUNT_RE = re.compile(rf"\d+(?:\.\d+)?(?:\s*-\s*\d+)?\s*[万千]?\s*(?:{_CLASSIFIER}|{_MEASURE_UNIT})(?!工作日|小时|月|自然日)|{_UNLIMITED}|仅限?\s*\d+|最多\s*\d+|\d+\s*以[内上下]")
+_COUNT_RE = re.compile(rf"\d+(?:\.\d+)?(?:\s*-\s*\d+)?\s*[万千]?\s*(?:{_CLASSIFIER}|{_MEASURE_UNIT})(?!工作日|小时|月|自然日)|{_UNLIMITED}|(?:仅限?|最多)\s*\d+(?:\s*(?:{_CLASSIFIER}|{_MEASURE_UNIT}))?|\d+\s*以[内上下]")
 _ROLE_RE = re.compile(
     r"[\u4e00-\u9fffA-Za-z]{0,6}(?:公司|集团|银行|平台|商家|卖家|买家|店铺|部门|中心|机构|客服|快递|物流|人员|用户"
     r"|顾客|消费者|承运商|厂家|厂商|品牌方|服务商|本人|家属|代收人|寺|庙|宫|院|局|委员会|大学|学校|医院|政府)"
@@ -2169,8 +2169,8 @@ def shaped_fillers(fillers: Sequence[Filler], unit: Unit, anchors: Sequence[str]
             continue
         before, after = norm[max(0, filler.start - BOUND_WINDOW):filler.start], norm[filler.end:filler.end + 3]
         before = before.rstrip(":： ")  # 「每次最低：2元」: the bound word heads the value's cell
-        lower = _LOWER_BEFORE_RE.search(before) or _LOWER_AFTER_RE.search(after)
-        upper = _UPPER_BEFORE_RE.search(before) or _UPPER_AFTER_RE.search(after)
+        lower = _LOWER_BEFORE_RE.search(before) or _LOWER_AFTER_RE.search(after) or _LOWER_WORD_RE.match(filler.text)
+        upper = _UPPER_BEFORE_RE.search(before) or _UPPER_AFTER_RE.search(after) or _UPPER_WORD_RE.match(filler.text)
         if filler.kind == "duration":  # 「最晚须在开课前2小时」: a time limit heads its clause (its cell)
             lower, upper = lower or _LOWER_WORD_RE.search(cell), upper or _UPPER_WORD_RE.search(cell)
         if (bound == "max" and lower and not upper) or (bound == "min" and upper and not lower):

@@ -1287,11 +1287,29 @@ def question_anchors(norm: str, slot: Slot, quals: Mapping[str, Sequence[str]]) 
 
 
 def split_parts(text: str) -> list[str]:
-    """Return the sub-questions of a multi-part question (``[]`` for a single question)."""
+    """Return the sub-questions of a multi-part question (``[]`` for a single question).
+
+    A follow-up that only names the other bound (「…最早几点能用？最晚呢」) asks the question
+    before it again with that bound.
+    """
     pieces = [p.strip(" ，,。") for p in _PART_SPLIT_RE.split(text)]
+    pieces = [_with_other_bound(p, pieces[i - 1]) if i else p for i, p in enumerate(pieces)]
     pieces = [p for p in pieces if len(p) >= _SPLIT_MIN_CHARS]
     asking = [p for p in pieces if is_question(normalize_question(p))]
     return asking if len(asking) >= 2 else []
+
+
+def _with_other_bound(piece: str, before: str) -> str:
+    """Return ``before`` with its bound word replaced by the one ``piece`` names (「最多呢」), else ``piece``."""
+    follow = _BOUND_FOLLOW_UP_RE.fullmatch(piece)
+    asked = _BOUND_IN_QUESTION_RE.search(before)
+    if not follow or not asked or asked.group(0) == follow.group(1):
+        return piece
+    return before[:asked.start()] + follow.group(1) + before[asked.end():]
+
+
+_BOUND_IN_QUESTION_RE = re.compile("|".join(sorted(_BOUND_WORDS, key=len, reverse=True)))
+_BOUND_FOLLOW_UP_RE = re.compile(rf"(?:那)?({_BOUND_IN_QUESTION_RE.pattern})(?:的话)?呢?")
 
 
 def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,

@@ -877,3 +877,21 @@ def test_a_subscription_per_period_is_met_by_a_rate_per_that_period(text, answer
 @pytest.mark.parametrize("question", ["金卡会员借书打几折", "团课能打几折"])
 def test_a_discount_in_zhe_asks_an_amount_not_a_count(question):
     assert analyze_question(question)["slot"] == "amount"
+
+
+@pytest.mark.parametrize(("question", "parts"), [
+    ("团课一节最少几个人开？最多呢", ["团课一节最少几个人开", "团课一节最多几个人开"]),
+    ("储物柜最早几点能用？最晚呢？", ["储物柜最早几点能用", "储物柜最晚几点能用"]),
+    ("私教课多少钱？最多呢", []),  # no bound before: nothing to swap
+])
+def test_a_follow_up_naming_the_other_bound_asks_again(question, parts):
+    from strategies.rules.question import split_parts
+
+    assert split_parts(question) == parts
+
+
+def test_a_count_after_a_bound_word_keeps_its_classifier_and_its_bound():
+    # 「最多30人」 is one filler: the classifier says what is counted, the bound word what kind of limit
+    assert [f.text for f in slot_fillers("count", "每节团课最多30人。")] == ["最多30人"]
+    assert _answers("团课一节最多几个人", "每节团课最多30人。", "团课须知")
+    assert not _answers("团课一节最少几个人", "每节团课最多30人。", "团课须知")

@@ -127,3 +127,10 @@ def test_eval_facts_normalise_and_compare() -> None:
     assert ef.unsupported("7天内，运费12元", ["7天内可退，运费10元"]) == ["12元"]
     assert ef.unsupported("1-3个工作日", ["1至3个工作日"]) == []
     assert ef.unsupported("新疆包邮", ["西藏包邮"]) == ["新疆"]
+
+
+def test_eval_facts_read_no_number_in_words_whose_yi_counts_nothing() -> None:
+    # the gate's sentence for an uncovered part (「另一部分」「进一步」) states no number 1
+    assert ef.extract("您问题中的另一部分没有找到，如需进一步帮助可转人工。").numbers == []
+    assert ef.unsupported("会员卡统一在前台办理", ["会员卡在前台办理"]) == []
+    assert [str(n) for n in ef.extract("一次最多借一件，另一张卡须满一年").numbers] == ["1次", "1件", "1年"]
