@@ -1352,11 +1352,12 @@ _SPAN_RE = re.compile(rf"(\d+(?:\.\d+)?)\s*({_SPAN_UNITS})")
 _ABOVE_BEFORE_RE = re.compile(r"(?:≥|>|＞|(?<!不)(?:大于|超过|高于|满)|不少于|不低于|至少)\s*$")
 _BELOW_BEFORE_RE = re.compile(r"(?:≤|<|＜|(?<!不)(?:小于|低于|少于)|不超过|不到|未满|不足|至多|最多)\s*$")
 _ABOVE_AFTER_RE = re.compile(r"^\s*(?:及?以上|起)")
-_BELOW_AFTER_RE = re.compile(r"^\s*(?:及?以下|以内|之内|内)")
+_WITHIN_WORDS = "及?以下|以内|之内"  # 「30分钟以内」 bounds a span; a bare 「5日内到账」 is a deadline
+_BELOW_AFTER_RE = re.compile(rf"^\s*(?:{_WITHIN_WORDS}|内)")
+_WITHIN_AFTER_RE = re.compile(rf"\s*(?:{_WITHIN_WORDS})")
 _RANGE_DASH_RE = re.compile(r"^\s*[-–~～至到]\s*$")
-_WITHIN_AFTER_RE = re.compile(r"\s*(?:以内|之内|及?以下)")  # 「30分钟以内」 bounds; a bare 「5日内到账」 is a deadline
 # A span counted from an event: back (「提前3天」「离开课只剩3天」) or past it (「晚了5小时」「逾期2天」).
-_ADVANCE_BEFORE_RE = re.compile(r"(?:提前|前|还有|只剩|剩|离[^，,。]{0,6}?|(?:晚|迟|迟到|超时|逾期|延误|延迟)了?)\s*$")
+_FROM_EVENT_BEFORE_RE = re.compile(r"(?:提前|前|还有|只剩|剩|离[^，,。]{0,6}?|(?:晚|迟|迟到|超时|逾期|延误|延迟)了?)\s*$")
 EPSILON = 1e-6
 
 
@@ -1394,12 +1395,15 @@ def _intervals(norm: str, found: list[tuple[str, float, int, int]]) -> list[tupl
 
 
 def _spans(norm: str, *, advance_only: bool) -> list[tuple[str, float, int, int]]:
-    """Return the spans of time in ``norm`` (in days); ``advance_only``: those counted back from an event."""
+    """Return the spans of time in ``norm`` (in days).
+
+    ``advance_only``: only those counted from an event (back or past it) or bounded (「7天以上」「30分钟以内」).
+    """
     out = []
     for m in _SPAN_RE.finditer(norm):
         before = norm[max(0, m.start() - 8):m.start()]
         ranged = re.search(r"[\d时天日周月年钟]\s*[-–~～至]\s*$", before) or re.match(r"\s*[-–~～至]\s*\d", norm[m.end():])
-        if advance_only and not (ranged or _ADVANCE_BEFORE_RE.search(before) or _ABOVE_BEFORE_RE.search(before)
+        if advance_only and not (ranged or _FROM_EVENT_BEFORE_RE.search(before) or _ABOVE_BEFORE_RE.search(before)
                                  or _BELOW_BEFORE_RE.search(before) or _ABOVE_AFTER_RE.match(norm[m.end():])
                                  or _WITHIN_AFTER_RE.match(norm[m.end():])):
             continue
@@ -1417,7 +1421,7 @@ def _sums(norm: str) -> list[tuple[str, float, int, int]]:
 
 
 def _found(norm: str) -> list[tuple[str, float, int, int]]:
-    """Return the quantities of ``norm``: measures, sums of money, and spans of time counted back from an event or bounded."""
+    """Return the quantities of ``norm``: measures, sums of money, and spans of time counted from an event or bounded."""
     return sorted(_quantities(norm) + _sums(norm) + _spans(norm, advance_only=True), key=lambda q: q[2])
 
 
@@ -2070,11 +2074,12 @@ _MEASURE_ALIASES = {"分": ("分", "积分"), "积分": ("分", "积分"), "岁"
 
 # A limit word anywhere in a value's cell or in the heading the unit answers (「每日借阅限额：读者证5本」,
 # 「三、借阅限额」) makes the value a limit; 「满」「起」 count only beside the value (above).
-_BOUND_CELL_RE = re.compile(r"最低|最少|最小|最短|至少|不低于|不少于|最高|最多|最大|最长|不超过|不高于|上限|下限|封顶|至多|限|以内|以下|以上|不足")
+_FLOOR_CELL_WORDS = "最低|最少|最小|最短|至少|不低于|不少于|下限|以上|不足"
+_CAP_CELL_WORDS = "最高|最多|最大|最长|不超过|不高于|上限|封顶|至多|限|以内|以下"
+_BOUND_CELL_RE = re.compile(f"{_FLOOR_CELL_WORDS}|{_CAP_CELL_WORDS}")
 _CELL_SEP_RE = re.compile(r"[，,；;。！？!?]")
 # The same limit words by side, a cap or a floor; 「不限」 (there is none) answers either.
-_SIDED_LIMIT_RE = {"max": re.compile(r"最高|最多|最大|最长|不超过|不高于|上限|封顶|至多|限|以内|以下"),
-                   "min": re.compile(r"最低|最少|最小|最短|至少|不低于|不少于|下限|不限|以上|不足")}
+_SIDED_LIMIT_RE = {"max": re.compile(_CAP_CELL_WORDS), "min": re.compile(f"{_FLOOR_CELL_WORDS}|不限")}
 # What one may do, stated with a modal before the value in its cell (「可带3位同伴」「可加：2张」), is a
 # capacity: the most one gets, so it answers 「最多…」 (never 「最少…」). 「可能」 is a guess, 「不可」 a ban.
 _CAPACITY_RE = re.compile(r"(?:(?<![不无])可以?(?!能)|(?<![不无可])能够?|(?<![不无])允许)[\u4e00-\u9fff]")
