@@ -48,7 +48,12 @@ from strategies.rules.extract import (
     term_in,
 )
 from strategies.rules.normalize import normalize_for_compare
-from strategies.rules.question import Vocabulary
+from strategies.rules.question import (
+    Vocabulary,
+    asked_slot,
+    asking_clause,
+    normalize_question,
+)
 from strategies.rules.versions import IN_FORCE_OLD, version_note
 
 NO_ANSWER = "当前知识库中没有找到相关信息。如需进一步帮助，我可以为您转接人工客服。"
@@ -93,10 +98,32 @@ def query_terms(question: str, queries: list[str], *,
     return weights
 
 
-def term_coverage(weights: dict[str, float], text: str) -> float:
-    """Return the weighted share of ``weights``' terms that occur in (normalised) ``text``."""
-    total = sum(weights.values())
-    return sum(w for t, w in weights.items() if term_in(t, text)) / total if total else 0.0
+def term_coverage(weights: dict[str, float], text: str, optional: frozenset[str] = frozenset()) -> float:
+    """Return the weighted share of ``weights``' terms that occur in (normalised) ``text``.
+
+    An ``optional`` term counts when the text has it and is left out of the share when it has not.
+    """
+    present = {t: w for t, w in weights.items() if term_in(t, text)}
+    total = sum(w for t, w in weights.items() if t in present or t not in optional)
+    return sum(present.values()) / total if total else 0.0
+
+
+_DIGIT_RE = re.compile(r"\d")
+
+
+def asked_values(question: Question) -> frozenset[str]:
+    """Return the values (terms with a digit) of the clauses that ask, in the question and in each part.
+
+    A value in an asking clause (「能分24期吗」「押金交200够吗」) is what is asked about: the
+    chunk must cover it. A value stated in another clause (「我3号交的钱，…」「被多扣了5块，…」)
+    is the customer's own situation, which no policy text holds; the coverage gate counts it only
+    where a chunk has it (:func:`select_sentences`).
+    """
+    clauses = [asking_clause(question["norm"], question["slot"])]
+    for part in question["parts"]:
+        norm = normalize_question(part)
+        clauses.append(asking_clause(norm, asked_slot(norm)))
+    return frozenset(t for clause in clauses for t in _gate_terms(clause) if _DIGIT_RE.search(t))
 
 
 RELAXED_SHARE = 0.6  # relaxed gate: this share of min_coverage …
@@ -190,7 +217,8 @@ def select_sentences(question: str, queries: list[str], evidence: list[Evidence]
                      semantic_share: float = SEMANTIC_SHARE,
                      accept: Callable[[str], bool] | None = None,
                      parts: Sequence[tuple[str, Callable[[str], bool]]] = (),
-                     terms: QuestionTerms | None = None) -> list[tuple[str, str]]:
+                     terms: QuestionTerms | None = None,
+                     asked: frozenset[str] | None = None) -> list[tuple[str, str]]:
     """Return up to three (sentence, evidence id) pairs that best answer the question.
 
     The gate (:func:`passes_gate`): the best current chunk (title, headings and text) must
@@ -214,18 +242,23 @@ def select_sentences(question: str, queries: list[str], evidence: list[Evidence]
             it): each answered part gets its own best sentence first
             (:func:`strategies.rules.extract.best_per_part`).
         terms: The question's lexical view from the turn's analysis (computed here when None).
+        asked: The values the question asks about (:func:`asked_values`); other values in the
+            query terms are the customer's situation and count only where a chunk has them.
+            None: every value counts.
 
     """
     terms = terms if terms is not None else question_terms(question)
     own = terms["gate_terms"]
     weights = query_terms(question, queries, own=own)
     current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
+    optional = frozenset() if asked is None else \
+        frozenset(t for t in (*weights, *own) if _DIGIT_RE.search(t) and t not in asked)
     best_chunk, best_grams = 0.0, 0.0
     grams = set(terms["bigrams"])
     for item in current:
         whole = normalize_text(f"{item.get('title', '')} {' '.join(item.get('heading_path') or [])} "
                                f"{item.get('text', '')}")
-        best_chunk = max(best_chunk, term_coverage(weights, whole), term_coverage(own, whole))
+        best_chunk = max(best_chunk, term_coverage(weights, whole, optional), term_coverage(own, whole, optional))
         norm = normalize_for_compare(whole).lower()
         best_grams = max(best_grams, sum(1 for g in grams if g in norm) / len(grams) if grams else 0.0)
     candidates = build_candidates(current, sentence_units, dropped,
@@ -347,7 +380,8 @@ def compose_with_gate(question: str, queries: list[str], evidence: list[Evidence
                                   accept=answer_gate.accepts if answer_gate is not None else None,
                                   parts=list(zip(analysis["parts"], answer_gate.part_accepts(), strict=True))
                                   if answer_gate is not None and analysis is not None else (),
-                                  terms=written_terms(analysis) if analysis is not None else None)
+                                  terms=written_terms(analysis) if analysis is not None else None,
+                                  asked=asked_values(analysis) if analysis is not None else None)
         by_id = {str(e.get("id")): e for e in evidence} if analysis is not None and analysis["slot"] == "yesno" else {}
         framed = {str(e.get("id")) for e in evidence if e.get("version_frame") == IN_FORCE_OLD}
         if any(eid in framed for _, eid in picked):

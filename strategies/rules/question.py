@@ -96,6 +96,14 @@ _COUNT_WORD_RE = re.compile(r"^(?:几|多少|哪几|哪些)")
 # jieba tag initials of function words (adverbs, prepositions, conjunctions, particles, pronouns,
 # locality words, numerals, quantifiers, modal particles, interjections): never subject terms.
 _FUNCTION_TAGS = frozenset("dpcurfmqyeo")
+# Words for a person by their relation to the speaker (kin, friends, colleagues): like a pronoun
+# they say who, not what; a knowledge base names such a person by a role (「代办人」「陪同人员」「他人」).
+_RELATION_WORDS = frozenset("""
+爸 妈 爸爸 妈妈 老爸 老妈 爸妈 父亲 母亲 父母 爷爷 奶奶 外公 外婆 姥姥 姥爷 老公 老婆 丈夫 妻子 爱人
+媳妇 男朋友 女朋友 对象 儿子 女儿 孙子 孙女 外孙 外孙女 哥 姐 弟 妹 哥哥 姐姐 弟弟 妹妹 兄弟 姐妹
+亲戚 家人 家里人 家属 亲属 亲人 朋友 同学 同事 室友 舍友 邻居 熟人 闺蜜 叔叔 阿姨 舅舅 姑姑 公公 婆婆
+岳父 岳母
+""".split())
 
 
 def _is_function(flag: str) -> bool:
@@ -796,6 +804,8 @@ def _fact_qualifiers(facts: Sequence[Fact | str] | None) -> dict[str, list[str]]
 # when, not what: the evidence words the same span from its own event (「开课前」).
 _SPAN_AFTER_RE = re.compile(r"\s*(?:之?前|之?后|以前|以后)?\s*(?:\d|[一两二三四五六七八九十半几多]|还有|只剩|剩)")
 _SPAN_BEFORE_RE = re.compile(r"(?:离|距离?)\s*$")
+# A numeral before a time unit or classifier, also rounded or halved: 「3个」「一个多」「三个半」「半个」.
+_NUMERAL_BEFORE_UNIT_RE = re.compile(r"[\d一两二三四五六七八九十几百半]\s*个?\s*[多余来半]?\s*个?$")
 _IN_ADVANCE = frozenset({"提前", "提早", "预先"})
 
 
@@ -810,7 +820,7 @@ def _time_reference(norm: str, word: str) -> bool:
     for at in spots:
         end = at + len(word)
         after = _SPAN_AFTER_RE.match(norm, end)
-        counted = re.fullmatch(rf"{_TIME_UNITS}|{_CLASSIFIERS}", word) and re.search(r"[\d一两二三四五六七八九十几]\s*个?$", norm[:at])
+        counted = re.fullmatch(rf"{_TIME_UNITS}|{_CLASSIFIERS}", word) and _NUMERAL_BEFORE_UNIT_RE.search(norm[:at])
         if not ((word in _IN_ADVANCE and after) or _SPAN_BEFORE_RE.search(norm[:at]) or counted):
             return False
     return True
@@ -1065,6 +1075,16 @@ def respell_question(text: str, question: Question, vocab: Vocabulary | None, em
             logger.info("read %r as %r (the knowledge base's word for it)", typed, meant)
             text = text.replace(typed, meant)
     return text
+
+
+def _speaker_relation(term: str, vocab: Vocabulary) -> bool:
+    """Return True when ``term`` names a person by their relation to the speaker and the KB never writes it.
+
+    「我妈的卡我去退…」「转给室友用…」: the word says who the customer means, as 「我」 would; a knowledge
+    base that never writes it names that person by a role, so the word is no subject to bind. A
+    knowledge base that writes it (「家属可…」) keeps it a term.
+    """
+    return term in _RELATION_WORDS and bool(vocab.texts) and not vocab.document_frequency(term)
 
 
 _NOUN_TAGS = frozenset({"n", "nz", "j", "nr", "ns", "nt", "nrt", "nrfg"})
@@ -1351,6 +1371,7 @@ def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,
         return money.get(word, word) if word else ""
 
     subject = list(dict.fromkeys(written(t) for t in subject if written(t)))
+    subject = [t for t in subject if not _speaker_relation(t, vocab)]
     quals = {k: [v for v in vals if v not in negated] for k, vals in quals.items()}
     quals = {k: v for k, v in quals.items() if v}
     for kind, values in _fact_qualifiers(facts).items():
@@ -1359,7 +1380,7 @@ def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,
     money.update(written_money_terms([mended.get(a, a) for a in anchors], vocab))
     return Question(text=raw, norm=norm, tokens=tokens, slot=slot, subject_terms=subject,
                     qualifiers=quals, order_ids=list(dict.fromkeys(order_ids)), parts=parts,
-                    anchors=[written(a) for a in anchors if written(a)],
+                    anchors=[written(a) for a in anchors if written(a) and not _speaker_relation(written(a), vocab)],
                     bound=question_bound(first),
                     measure=measure, per=question_per(first, slot), excluded=negated,
                     written={t: written(t) for t in money})

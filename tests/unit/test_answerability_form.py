@@ -895,3 +895,23 @@ def test_a_count_after_a_bound_word_keeps_its_classifier_and_its_bound():
     assert [f.text for f in slot_fillers("count", "每节团课最多30人。")] == ["最多30人"]
     assert _answers("团课一节最多几个人", "每节团课最多30人。", "团课须知")
     assert not _answers("团课一节最少几个人", "每节团课最多30人。", "团课须知")
+
+
+def test_a_person_named_by_relation_to_the_customer_is_who_not_what():
+    text = "代办人须携带会员本人身份证原件，方可代办私教课退课。"
+    vocab = build_vocabulary([["私教课"]], [f"私教课 {text}"])
+    evidence = [{"id": "a", "text": text, "title": "私教课"}]
+    for question in ("我妈的私教课我去代办退课要带什么", "我老公的私教课能让我代办退课吗"):
+        analysis = analyze_question(question, vocab=vocab)
+        assert not {"妈", "老公"} & set(analysis["subject_terms"]), analysis["subject_terms"]
+        assert any(v.answers for v in answerability(analysis, evidence, vocab=vocab).verdicts), question
+    # a knowledge base that writes the word keeps it a subject term
+    kin = build_vocabulary([["家属卡"]], ["家属卡 会员家属可办理家属卡，每张200元。"])
+    assert "家属" in analyze_question("家属能办吗", vocab=kin)["subject_terms"]
+
+
+@pytest.mark.parametrize("question", ["私教课迟到四个多小时还能上吗", "储物柜超时两个半小时扣多少",
+                                      "还书晚了半个月要罚款吗"])
+def test_a_rounded_or_halved_span_the_customer_states_is_no_subject(question):
+    # 「四个多小时」「三个半小时」「半个月」: the unit counts the customer's span, as in 「3个小时」
+    assert not {"小时", "月", "个月"} & set(analyze_question(question)["subject_terms"])
