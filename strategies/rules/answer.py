@@ -73,8 +73,12 @@ def sentence_units(text: str) -> list[str]:
             and not u.endswith(("：", ":"))]
 
 
+# Words that ask for a kind of value (「几点」「哪天」「多远」): a policy states the value, never the
+# question word, so a chunk need not cover them.
+_ASKING_WORDS = ("几点", "几天", "几次", "几个", "几号", "几年", "几岁", "几张", "哪天", "哪里", "哪儿",
+                 "什么时候", "多长", "多长时间", "多远", "多重", "多大", "为什么", "为啥", "怎样", "咋", "啥")
 QUERY_STOPWORDS = frozenset(QUESTION_FILLERS + ("多久", "可以", "能否", "需要", "有没有", "一般",
-                                               "东西", "时候", "这个", "那个", "买"))
+                                               "东西", "时候", "这个", "那个", "买") + _ASKING_WORDS)
 
 
 def _gate_terms(text: str) -> list[str]:

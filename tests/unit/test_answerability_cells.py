@@ -919,3 +919,15 @@ def test_values_the_customer_states_outside_the_asking_clause_do_not_count_again
     assert asked_values(analysis) == {"12期"}
     assert compose_offline(asked, [asked], [chunk], gate=Gate(min_dense=None), analysis=analysis,
                            vocab=vocab)[1] == "no_evidence"
+
+
+def test_the_word_that_asks_is_not_a_term_a_chunk_must_cover():
+    from strategies.rules.answer import Gate, compose_offline, query_terms
+
+    # 「几点」「哪天」「多远」 ask for a kind of value; a policy states the value, never the question word
+    assert not {"几点", "哪天", "多远"} & set(query_terms("储物柜哪天几点关，离前台多远", []))
+    question = "储物柜夜里几点关"
+    chunk, analysis, vocab = _gym_turn(question, "储物柜夜间22:00关闭，次日06:00开放。", "场馆", "私教课 私教课按节收费。")
+    draft, reason = compose_offline(question, [question], [chunk], gate=Gate(min_dense=None, min_bigram=1.0),
+                                    analysis=analysis, vocab=vocab)
+    assert reason is None and "22:00" in draft
