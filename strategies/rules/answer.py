@@ -226,7 +226,8 @@ def select_sentences(question: str, queries: list[str], evidence: list[Evidence]
     """Return up to three (sentence, evidence id) pairs that best answer the question.
 
     The gate (:func:`passes_gate`): the best current chunk (title, headings and text) must
-    cover ``min_coverage`` of the weighted query terms, or most of that plus ``min_bigram``
+    cover ``min_coverage`` of the weighted query terms (a value the customer states outside the
+    clause that asks counts only where the chunk has it, see ``asked``), or most of that plus ``min_bigram``
     of the question's character bigrams, or ``semantic_share`` of it when the retrieval
     scores vouch for the top chunk (:func:`retrieval_vouches`). Sentences are then scored and
     chosen by :mod:`strategies.rules.extract` (IDF-weighted term coverage, FAQ headings, table row
