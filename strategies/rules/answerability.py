@@ -237,7 +237,8 @@ _PLACE_RE = re.compile(
     r"|[\u4e00-\u9fff]{1,8}(?:省|市|县|区|镇|村|街道|路|号|仓|仓库|门店|网点|驿站|快递柜|柜台|服务点|中心|原支付账户|账户)")
 _YESNO_RE = re.compile(
     r"不?可以|不?能够?|不?支持|不?允许|不?需要|无需|无须|不必|必须|须|不得|禁止|仅限|除外|不?适用|不?享受|不?包含"
-    rf"|不予|无法|不?提供|不?接受|不?参与|不?计入|有权|免费{_NOT_NAME}|不收|均可|一律|不可|可(?=[\u4e00-\u9fff])"
+    rf"|不予|无法|不?提供|不?接受|不?参与|不?计入|有权|免费{_NOT_NAME}|不收|不另收|不额外收|不加收|免收|均可|一律|不可"
+    r"|可(?=[\u4e00-\u9fff])"
     r"|停止|不再|不设")  # what has ceased or is not offered says no
 # A yes-no question is also answered by what the rule grants, takes or keeps (「赠送5元券」).
 _STATEMENT_RE = re.compile(r"有|没有|不?退还?|返还|赠送|获得|奖励|收取|扣除|不变|保持|自动|另行|视为|按照?")

@@ -915,3 +915,9 @@ def test_a_person_named_by_relation_to_the_customer_is_who_not_what():
 def test_a_rounded_or_halved_span_the_customer_states_is_no_subject(question):
     # 「四个多小时」「三个半小时」「半个月」: the unit counts the customer's span, as in 「3个小时」
     assert not {"小时", "月", "个月"} & set(analyze_question(question)["subject_terms"])
+
+
+@pytest.mark.parametrize("text", ["储物柜按月出租，会员使用不另收费。", "会员带毛巾进场，不额外收费。"])
+def test_a_statement_that_nothing_more_is_charged_answers_whether_it_costs(text):
+    # 「不另收费」「不额外收费」 say no to 「…要收费吗」 as 「免费」「不收」 do
+    assert _answers("会员用储物柜要收费吗" if "储物柜" in text else "带毛巾进场要收费吗", text, "收费标准")
