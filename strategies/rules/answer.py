@@ -257,7 +257,7 @@ def select_sentences(question: str, queries: list[str], evidence: list[Evidence]
     weights = query_terms(question, queries, own=own)
     current = [e for e in evidence if e.get("kind") != "tool" and not e.get("superseded")]
     optional = frozenset() if asked is None else \
-        frozenset(t for t in (*weights, *own) if _DIGIT_RE.search(t) and t not in asked)
+        frozenset(t for t in weights if _DIGIT_RE.search(t) and t not in asked)  # weights holds own's terms
     best_chunk, best_grams = 0.0, 0.0
     grams = set(terms["bigrams"])
     for item in current:

@@ -215,6 +215,8 @@ _DATE_RE = re.compile(
     r"|当天|当日|次日|隔日|第二天|即时|实时|立即|[月年][底末初]|之前|之后|以前|以后|起|前|后")
 # 「免运费券」「免费卡」 name an instrument: the word 免…费 there states no price and grants nothing.
 _NOT_NAME = r"(?![券卡码])"
+# Words saying nothing (more) is charged: a price of nought, and a no to 「…要收费吗」.
+_NO_CHARGE_WORDS = "不收|免收|不另收|不额外收|不加收"
 _AMOUNT_RE = re.compile(
     r"\d+(?:\.\d+)?(?:\s*-\s*\d+(?:\.\d+)?)?\s*(?:万元|元|块|%|折|倍|分钱|美元|港元|港币|澳门元|欧元|日元|英镑|新台币|韩元|泰铢|澳元|加元|新加坡元|卢布|法郎|sdr\b)|[¥￥]\s*\d+|满\s*\d+\s*减\s*\d+"
     r"|[百千万]分之[\d.零〇一二两三四五六七八九十点]+"  # 「千分之三」: a rate written in words
@@ -237,7 +239,7 @@ _PLACE_RE = re.compile(
     r"|[\u4e00-\u9fff]{1,8}(?:省|市|县|区|镇|村|街道|路|号|仓|仓库|门店|网点|驿站|快递柜|柜台|服务点|中心|原支付账户|账户)")
 _YESNO_RE = re.compile(
     r"不?可以|不?能够?|不?支持|不?允许|不?需要|无需|无须|不必|必须|须|不得|禁止|仅限|除外|不?适用|不?享受|不?包含"
-    rf"|不予|无法|不?提供|不?接受|不?参与|不?计入|有权|免费{_NOT_NAME}|不收|不另收|不额外收|不加收|免收|均可|一律|不可"
+    rf"|不予|无法|不?提供|不?接受|不?参与|不?计入|有权|免费{_NOT_NAME}|{_NO_CHARGE_WORDS}|均可|一律|不可"
     r"|可(?=[\u4e00-\u9fff])"
     r"|停止|不再|不设")  # what has ceased or is not offered says no
 # A yes-no question is also answered by what the rule grants, takes or keeps (「赠送5元券」).
@@ -2061,7 +2063,7 @@ def _states_charge(unit: Unit) -> bool:
 
 
 _VALUE_ANCHOR_RE = re.compile(rf"{_DISCOUNT_ANCHOR_RE.pattern}|{_CHARGE_ANCHOR_RE.pattern}")
-_FREE_RE = re.compile(r"免费|不收|免收|不另收|不额外收|不加收")
+_FREE_RE = re.compile(f"免费|{_NO_CHARGE_WORDS}")
 _CHARGE_RATE_RE = re.compile(r"\d+(?:\.\d+)?\s*[%‰]|[百千万]分之[\d一二三四五六七八九十]+")
 _CHARGE_VERB_RE = re.compile(r"[收扣缴付]")  # 收取, 加收, 扣除, 缴纳, 支付…
 _MONEY_VALUE_RE = re.compile(rf"\d\s*(?:{_MONEY_UNITS})|[¥￥]\s*\d")

@@ -1370,8 +1370,7 @@ def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,
         word = mended.get(term, term)
         return money.get(word, word) if word else ""
 
-    subject = list(dict.fromkeys(written(t) for t in subject if written(t)))
-    subject = [t for t in subject if not _speaker_relation(t, vocab)]
+    subject = list(dict.fromkeys(w for w in map(written, subject) if w and not _speaker_relation(w, vocab)))
     quals = {k: [v for v in vals if v not in negated] for k, vals in quals.items()}
     quals = {k: v for k, v in quals.items() if v}
     for kind, values in _fact_qualifiers(facts).items():
@@ -1380,7 +1379,7 @@ def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,
     money.update(written_money_terms([mended.get(a, a) for a in anchors], vocab))
     return Question(text=raw, norm=norm, tokens=tokens, slot=slot, subject_terms=subject,
                     qualifiers=quals, order_ids=list(dict.fromkeys(order_ids)), parts=parts,
-                    anchors=[written(a) for a in anchors if written(a) and not _speaker_relation(written(a), vocab)],
+                    anchors=[w for w in map(written, anchors) if w and not _speaker_relation(w, vocab)],
                     bound=question_bound(first),
                     measure=measure, per=question_per(first, slot), excluded=negated,
                     written={t: written(t) for t in money})
