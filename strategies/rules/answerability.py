@@ -42,6 +42,7 @@ from knowledge.gazetteer import (
 )
 from knowledge.normalize import normalize_text
 from strategies.rules.extract import known_word
+from strategies.rules.lexicon import PERIOD_DAYS
 from strategies.rules.question import (
     _FORM_WORDS,
     MIN_ANCHOR_IDF,
@@ -410,6 +411,8 @@ def _term_present(term: str, text: str) -> bool:
         return True  # 「首尔」 in 「国际线路」「日韩线路」, 「香港」 in 「港澳台」
     if any(w in text for w in _region_synonyms(term)):
         return True
+    if any(w in text for w in PERIOD_DAYS.get(term, ())):
+        return True  # 「周末」 is written by its days: 「周六、周日」
     if len(term) == 4 and _HAN_RE.match(term) and _swapped_compound(term, text):
         return True
     if len(term) >= 3:
@@ -2021,14 +2024,14 @@ def _kind_stated(term: str, unit: Unit, *, lapse: bool = False) -> bool:
     """Return True when ``term`` names the kind of answer asked for and the unit states one.
 
     「要钱吗」「收费吗」 is bound by a price (「每次2元」) or by 「免费」; 「有没有…限制」 by a stated
-    limit (「最多」「不超过」「不限」); 「有哪些要求」 by a stated condition (「须」「满…」) or limit;
+    limit (「最多」「不超过」「不限」) or a time window (「上车后60分钟内」); 「有哪些要求」 by a stated condition (「须」「满…」) or limit;
     with ``lapse``, 「过期」「失效」 by a validity span; never by the word itself alone.
     """
     if _is_charge_word(term):
         return _states_charge(unit)
     parts, body = term.split(ALTERNATIVES), _norm(unit.text)
     if any(_LIMIT_ASKED_RE.fullmatch(t) for t in parts):
-        return bool(_BOUND_CELL_RE.search(body))
+        return bool(_BOUND_CELL_RE.search(body) or _SPAN_WITHIN_RE.search(body))
     if any(_CONDITION_ASKED_RE.fullmatch(t) for t in parts):
         return bool(_CONDITION_RE.search(body) or _BOUND_CELL_RE.search(body))
     if lapse and any(_LAPSE_RE.fullmatch(t) for t in parts):
@@ -2080,6 +2083,7 @@ _MEASURE_ALIASES = {"分": ("分", "积分"), "积分": ("分", "积分"), "岁"
 _FLOOR_CELL_WORDS = "最低|最少|最小|最短|至少|不低于|不少于|下限|以上|不足"
 _CAP_CELL_WORDS = "最高|最多|最大|最长|不超过|不高于|上限|封顶|至多|限|以内|以下"
 _BOUND_CELL_RE = re.compile(f"{_FLOOR_CELL_WORDS}|{_CAP_CELL_WORDS}")
+_SPAN_WITHIN_RE = re.compile(r"\d\s*(?:个)?(?:分钟|小时|天|日|周|星期|个月|月|年)内")  # 「60 分钟内」: a time window is a limit
 _CELL_SEP_RE = re.compile(r"[，,；;。！？!?]")
 # The same limit words by side, a cap or a floor; 「不限」 (there is none) answers either.
 _SIDED_LIMIT_RE = {"max": re.compile(_CAP_CELL_WORDS), "min": re.compile(f"{_FLOOR_CELL_WORDS}|不限")}

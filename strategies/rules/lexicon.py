@@ -25,6 +25,11 @@ REGIONS: tuple[str, ...] = (
 )
 # Region words that name the same area in everyday speech; a knowledge base writes one of them.
 REGION_SYNONYMS: tuple[frozenset[str], ...] = (frozenset({"境外", "国外", "海外"}),)
+# Calendar periods a text may write by the days they are made of (a weekend is its Saturday and Sunday).
+PERIOD_DAYS: dict[str, tuple[str, ...]] = {
+    "周末": ("周六", "周日", "星期六", "星期日", "星期天", "礼拜六", "礼拜天", "双休日"),
+    "工作日": ("周一至周五", "周一到周五", "星期一至星期五", "星期一到星期五"),
+}
 PAYMENT_METHODS: tuple[str, ...] = (
     "支付宝", "微信支付", "微信", "银行卡", "信用卡", "储蓄卡", "借记卡", "花呗", "白条",
     "货到付款", "余额", "礼品卡", "购物卡", "云闪付", "Apple Pay", "ApplePay", "数字人民币",

@@ -87,7 +87,7 @@ _FORM_WORDS = frozenset("""
 能不能 可不可以 可以 能 能否 是否 是不是 会不会 有没有 要不要 需不需要 为什么 为啥 哪里 哪儿 哪家
 谁 哪 哪个 哪些 有 是 要 会 吗 呗 嘛 哦 还 又 就 都 也 给 把 被 让 用 在 和 与 及 或 或者 一般 大概
 时候 时间 期限 时限 时长 需要 才能 才可以 才会 请 帮 帮我 查 查一下 问 问问 告诉 说 一个 现在 目前 另外 还有 以及 顺便 那 那么 如果
-怎么才能 怎样才能 如何才能 多远 多重 百分之几 几成 不到 不足 未满 低于 少于 只剩 剩下 只有 最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 啥意思 什么意思 后果 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
+干什么 干啥 干嘛 做什么 做啥 咋办 啥 怎么才能 怎样才能 如何才能 多远 多重 百分之几 几成 不到 不足 未满 低于 少于 只剩 剩下 只有 最多 最少 一共 总共 满多少 钱 多少钱 块 费用 怎么办 还是 意思 啥意思 什么意思 后果 是从 开始 以后 之后 之前 以前 只能 一般 能否 不 没 内 以内
 how what when where who why which whom whose does do did is are was were can could will would
 should may might a an the to of for in on at by with my your our their it this that i you we
 me much many long
@@ -367,11 +367,6 @@ def _asked_measures(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return out
 
 
-# A modal verb glued to the asked verb right before the interrogative (「每张卡最多能约几节课」「能退吗」):
-# jieba may know the pair as an unrelated noun (「能带」), but the customer asks what may be done.
-_MODAL_ASK_RE = re.compile(r"\s*(?:几|多少|多久|多长|吗|么|不|没|嘛)")
-
-
 RARE_WORD_FREQ = 1000  # jieba frequency below which a dictionary word is rarer than its everyday reading
 
 
@@ -385,13 +380,18 @@ def _glued_modal(word: str) -> bool:
 
 
 def _modal_split(text: str, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Return ``pairs`` with a rare modal + verb word cut into the modal and the verb.
+
+    jieba knows 「能带」「能免」 as rare words of their own, but a customer who types them asks
+    what may be done (「每张卡最多能约几节课」「能带个朋友吗」「能免租金吗」), before the
+    interrogative or before the verb's object alike.
+    """
     out: list[tuple[str, str]] = []
     pos = 0
     for word, flag in pairs:
         at = text.find(word, pos)
         pos = at + len(word) if at >= 0 else pos
-        if len(word) == 2 and word[0] in "能可会要" and at >= 0 and _MODAL_ASK_RE.match(text, pos) \
-                and _glued_modal(word):
+        if len(word) == 2 and word[0] in "能可会要" and at >= 0 and _glued_modal(word):
             out += [(word[0], "v"), (word[1], "v")]
         else:
             out.append((word, flag))
@@ -884,6 +884,8 @@ _GRAMMAR_CHARS = frozenset("要会能可在给把被让和与还又就都也不�
 _MEASURE_CHAR_RE = re.compile(rf"(?:{_CLASSIFIERS}|{_TIME_UNITS}|块|元)")
 _NUMBER_BEFORE_RE = re.compile(r"(?:\d|[一二两三四五六七八九十几]|多少)$")  # a number, or the asked one
 MAX_JOIN = 2  # characters of the neighbouring text a mended word may take
+# Characters that complete a one-character verb: its direction (带上, 拿去) or its result (用完, 加满).
+_COMPLEMENT_CHARS = frozenset("上下进出回过到走起开完好满掉住成来去")
 _DIRECTIONAL_RE = re.compile(r"^[回过进出上下起开][去来]$")  # a verb's directional ending (拿回去, 送回来)
 
 
@@ -896,7 +898,9 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
     names nothing the customer asked about, so it must not count as an unknown subject. A word
     the knowledge base never uses and that no other cut explains stays as it is. Two single
     characters the segmenter left apart that the knowledge base writes as one word (「馆|藏」)
-    are that word.
+    are that word. A one-character verb with its direction or result (「带上」「拿去」「用完」)
+    that the knowledge base never writes is the act the question's other words name (a policy
+    writes 「携带」, not 「带上」), so it is dropped.
     """
     if vocab is None or not vocab.texts:
         return {}
@@ -920,6 +924,8 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
             out[term] = ""  # 「N块钱」「多少天才」: the number's measure word and a stray character
         elif _DIRECTIONAL_RE.match(term):
             out[term] = ""  # 拿|回去, 送|回来: the verb's directional ending names nothing
+        elif term[1] in _COMPLEMENT_CHARS and _is_verb_char(term[0]):
+            out[term] = ""  # 「带上」「送到」「用完」「拿去」: a one-character verb and its complement
         elif term[1] in _GRAMMAR_CHARS:  # 旧|证要: a KB word (旧证) before a form character
             joined = [norm[start - k:start + 1] for k in range(MAX_JOIN, 0, -1) if start - k >= 0]
             out[term] = next((w for w in joined if w[0] not in _GRAMMAR_CHARS and _HAN_RE.fullmatch(w[0]) and vocab.document_frequency(w)), "")

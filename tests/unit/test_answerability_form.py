@@ -921,3 +921,41 @@ def test_a_rounded_or_halved_span_the_customer_states_is_no_subject(question):
 def test_a_statement_that_nothing_more_is_charged_answers_whether_it_costs(text):
     # 「不另收费」「不额外收费」 say no to 「…要收费吗」 as 「免费」「不收」 do
     assert _answers("会员用储物柜要收费吗" if "储物柜" in text else "带毛巾进场要收费吗", text, "收费标准")
+
+
+def test_a_weekend_is_written_by_its_days():
+    assert _term_present("周末", "周六、周日和法定节假日：游泳馆08:00开门")
+    assert not _term_present("周末", "周一至周五：游泳馆06:30开门")
+    assert _term_present("工作日", "周一至周五：游泳馆06:30开门")
+    # under a heading joining the weekend to another period, a unit naming the days speaks to the weekend
+    text = "周六、周日和法定节假日：游泳馆08:00开门，其他场馆不变。"
+    assert _answers("游泳馆周末开门是几点", text, "场馆开放时间", "周末与节假日调整")
+
+
+def test_a_rare_modal_verb_pair_is_a_modal_and_a_verb_anywhere():
+    # 「能带」 is a rare dictionary word; before an object as before the interrogative it is 能 + 带
+    assert "能带" not in analyze_question("年卡能带个朋友一起进馆吗")["subject_terms"]
+    assert "能免" not in analyze_question("金卡读者借柜子能免租金吗")["subject_terms"]
+    assert "租金" in analyze_question("金卡读者借柜子能免租金吗")["subject_terms"]
+
+
+def test_a_verb_with_its_complement_is_no_subject_term_the_kb_never_writes():
+    text = "储物柜钥匙须在离馆前归还，遗失钥匙赔偿30元。"
+    vocab = build_vocabulary([["储物柜"]], [f"储物柜 {text}"])
+    for question, glued in (("储物柜钥匙能带上楼吗", "带上"), ("钥匙用完要还吗", "用完"),
+                            ("储物柜钥匙能拿去游泳馆吗", "拿去")):
+        assert glued not in analyze_question(question, vocab=vocab)["subject_terms"], question
+    # a knowledge base that writes the verb with its complement keeps it
+    kept = build_vocabulary([["储物柜"]], ["储物柜 钥匙不得带走，离馆前须归还。"])
+    assert "带走" in analyze_question("钥匙能带走吗", vocab=kept)["subject_terms"]
+
+
+def test_a_time_window_states_a_limit():
+    text = "团课开课前 24 小时内可在App免费退课，逾期不退。"
+    assert _answers("团课退课有什么时间上的限制吗", text, "团课退课")
+    assert not _answers("团课退课有什么时间上的限制吗", "团课可在App退课。", "团课退课")  # no limit stated
+
+
+@pytest.mark.parametrize("question", ["借书证冻结了下一步干什么", "押金退了之后我还要做什么", "借书证丢了咋办"])
+def test_words_asking_what_to_do_are_no_subject_terms(question):
+    assert not {"干什么", "做什么", "咋办"} & set(analyze_question(question)["subject_terms"])
