@@ -277,7 +277,8 @@ def select_sentences(question: str, queries: list[str], evidence: list[Evidence]
     weighted = answer_terms(question, queries, own=terms["answer_terms"])
     score_candidates(question, weighted, candidates, " ".join(queries[1:]), view=terms)
     own_terms = frozenset(t for t, w in weighted.items() if w >= 1.0)
-    chosen = choose(candidates, MAX_SENTENCES, required=own_terms, asked=frozenset(terms["asked_types"]))
+    chosen = choose(candidates, MAX_SENTENCES, required=own_terms, asked=frozenset(terms["asked_types"]),
+                    gated=accept is not None)
     if parts:  # each answered part gets its own best unit first
         per_part = best_per_part(candidates, parts, lambda text: answer_terms(text, []))
         chosen = list({id(c): c for c in [*per_part, *chosen]}.values())[:max(MAX_SENTENCES, len(per_part))]

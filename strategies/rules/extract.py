@@ -69,6 +69,10 @@ PARTIAL_CREDIT = 0.5  # a long term's share of bigrams found counts this much
 FAQ_BONUS = 0.15  # times the share of the question's bigrams its FAQ heading repeats …
 FAQ_PARAPHRASE_SHARE, FAQ_PARAPHRASE_BONUS = 0.6, 0.35  # … or flat when the heading restates it
 SAME_DOC_SHARE, OTHER_DOC_SHARE = 0.8, 0.92  # a further unit's minimum share of the best score
+NEAR_COVERAGE = 0.6  # … and of the best unit's term share
+# When the answerability gate vouched for every candidate, a second unit of the best one's document
+# is a second fact of the same rule (a fee and its cap, a step and its deadline), not noise.
+GATED_SAME_DOC_SHARE, GATED_NEAR_COVERAGE = 0.6, 0.4
 COMPLEMENT_SAME_DOC, COMPLEMENT_OTHER_DOC = 0.6, 2.0  # … when it adds what the others lack (same doc only)
 # A sentence that calls something the old rule is completed by its chunk's statement of the current one.
 _OLD_VERSION_RE = re.compile(r"旧版|已失效|原政策|以前的规定|此前的规定")
@@ -427,12 +431,15 @@ def score_candidates(question: str, weights: dict[str, float], candidates: list[
 
 
 def choose(candidates: list[Candidate], max_units: int = 3, *, required: frozenset[str] = frozenset(),
-           asked: frozenset[str] = frozenset()) -> list[Candidate]:
+           asked: frozenset[str] = frozenset(), gated: bool = False) -> list[Candidate]:
     """Pick the best candidate, its near-equals, then complements for what is still missing.
 
     A near-equal must score at least 80 % of the best (92 % from another document: a second
     document is where distractors live: another tier, region or policy version) and cover at
-    least 60 % of the best unit's (unweighted) term share. Then, while room is left, a unit
+    least 60 % of the best unit's (unweighted) term share; when the answerability gate accepted
+    every candidate (``gated``), 60 % and 40 % for a unit of the best one's document: the second
+    fact of the same rule (a fee and its cap, a step and its deadline) shares few of the
+    question's words. Then, while room is left, a unit
     that states a question term (``required``) or an asked answer type (``asked``) that no
     chosen unit states is added when it comes from the best unit's document and scores at
     least 60 % of the best: the second half of a question such as 「定金付了以后最迟哪天发出」 is the sentence with the number.
@@ -444,6 +451,7 @@ def choose(candidates: list[Candidate], max_units: int = 3, *, required: frozens
         max_units: At most this many units.
         required: The question's own terms (expansion terms excluded).
         asked: The asked answer types (see :func:`asked_types`).
+        gated: Every candidate answers the question by the answerability gate.
 
     """
     ranked = sorted(candidates, key=lambda c: -c.score)
@@ -458,7 +466,10 @@ def choose(candidates: list[Candidate], max_units: int = 3, *, required: frozens
             and all(cand.text != c.text for c in chosen)
 
     for cand in ranked[1:]:
-        if room_for(cand, SAME_DOC_SHARE, OTHER_DOC_SHARE) and cand.plain_cov >= 0.6 * top.plain_cov:
+        same_doc = gated and cand.doc_id == top.doc_id
+        near = GATED_NEAR_COVERAGE if same_doc else NEAR_COVERAGE
+        if room_for(cand, GATED_SAME_DOC_SHARE if gated else SAME_DOC_SHARE, OTHER_DOC_SHARE) \
+                and cand.plain_cov >= near * top.plain_cov:
             chosen.append(cand)
     if any(_OLD_VERSION_RE.search(c.text) for c in chosen):
         current = [c for c in ranked if c.evidence_id == top.evidence_id and _CURRENT_VERSION_RE.search(c.text)

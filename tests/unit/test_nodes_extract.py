@@ -148,6 +148,18 @@ def test_choose_keeps_another_documents_near_equal_out_unless_it_is_almost_as_go
     assert choose([]) == []
 
 
+def test_choose_adds_the_second_fact_of_the_best_units_document_when_the_gate_accepted_all():
+    # a fee and its cap, a step and its deadline: the second fact of one rule scores lower and
+    # shares fewer of the question's words, yet belongs in the answer; another document's does not
+    def cand(text: str, doc: str, score: float, cov: float) -> Candidate:
+        return Candidate(text=text, evidence_id=f"{doc}#1", doc_id=doc, rank=0, score=score, plain_cov=cov)
+    best, second, weak, other = (cand("fee", "d1", 1.0, 0.8), cand("cap", "d1", 0.65, 0.4),
+                                 cand("aside", "d1", 0.5, 0.8), cand("elsewhere", "d2", 0.65, 0.8))
+    assert [c.text for c in choose([weak, other, second, best], gated=True)] == ["fee", "cap"]
+    # without the answerability gate's word for every candidate, only a near-equal joins the best
+    assert [c.text for c in choose([weak, other, second, best])] == ["fee"]
+
+
 def test_score_candidates_penalises_other_rows_of_a_table_that_names_the_asked_row():
     evidence = [chunk("fees#1", TABLE)]
     cands = build_candidates(evidence, sentence_units, set(), lambda u: u.strip("。"))
