@@ -2024,8 +2024,9 @@ def _kind_stated(term: str, unit: Unit, *, lapse: bool = False) -> bool:
     """Return True when ``term`` names the kind of answer asked for and the unit states one.
 
     「要钱吗」「收费吗」 is bound by a price (「每次2元」) or by 「免费」; 「有没有…限制」 by a stated
-    limit (「最多」「不超过」「不限」) or a time window (「上车后60分钟内」); 「有哪些要求」 by a stated condition (「须」「满…」) or limit;
-    with ``lapse``, 「过期」「失效」 by a validity span; never by the word itself alone.
+    limit (「最多」「不超过」「不限」) or a time window (「上车后60分钟内」); 「有哪些要求」 by a
+    stated condition (「须」「满…」) or limit; with ``lapse``, 「过期」「失效」 by a validity span;
+    never by the word itself alone.
     """
     if _is_charge_word(term):
         return _states_charge(unit)

@@ -439,10 +439,9 @@ def choose(candidates: list[Candidate], max_units: int = 3, *, required: frozens
     least 60 % of the best unit's (unweighted) term share; when the answerability gate accepted
     every candidate (``gated``), 60 % and 40 % for a unit of the best one's document: the second
     fact of the same rule (a fee and its cap, a step and its deadline) shares few of the
-    question's words. Then, while room is left, a unit
-    that states a question term (``required``) or an asked answer type (``asked``) that no
-    chosen unit states is added when it comes from the best unit's document and scores at
-    least 60 % of the best: the second half of a question such as 「定金付了以后最迟哪天发出」 is the sentence with the number.
+    question's words. Then, while room is left, a unit that states a question term
+    (``required``) or an asked answer type (``asked``) that no chosen unit states is added when
+    it comes from the best unit's document and scores at least 60 % of the best: the second half of a question such as 「定金付了以后最迟哪天发出」 is the sentence with the number.
     A chosen sentence that calls a rule the old version (「7天是旧版政策」) is followed by its
     chunk's sentence stating the current one (「现行政策普通会员15天」).
 
@@ -466,8 +465,7 @@ def choose(candidates: list[Candidate], max_units: int = 3, *, required: frozens
             and all(cand.text != c.text for c in chosen)
 
     for cand in ranked[1:]:
-        same_doc = gated and cand.doc_id == top.doc_id
-        near = GATED_NEAR_COVERAGE if same_doc else NEAR_COVERAGE
+        near = GATED_NEAR_COVERAGE if gated and cand.doc_id == top.doc_id else NEAR_COVERAGE
         if room_for(cand, GATED_SAME_DOC_SHARE if gated else SAME_DOC_SHARE, OTHER_DOC_SHARE) \
                 and cand.plain_cov >= near * top.plain_cov:
             chosen.append(cand)
