@@ -387,6 +387,10 @@ _PER_TERM_RE = re.compile(r"(?:每|包(?=[年季月周天日]$))([\u4e00-\u9fff]
 _MEMBER_TERM_RE = re.compile(r"([\u4e00-\u9fffA-Za-z]{2,6})(?:会员|用户)")  # a tier named with its head
 
 
+# A space a text puts between a number and the Chinese around it (「首次使用后 24 小时」).
+_DIGIT_SPACE_RE = re.compile(r"(?<=\d)\s+(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])\s+(?=\d)")
+
+
 def _term_present(term: str, text: str) -> bool:
     if ALTERNATIVES in term:
         return any(_term_present(t, text) for t in term.split(ALTERNATIVES) if t)
@@ -396,6 +400,8 @@ def _term_present(term: str, text: str) -> bool:
         return term in text and _char_word_present(term, text)
     if term in text:
         return True
+    if _DIGIT_SPACE_RE.search(text) and any(ch.isdigit() for ch in term) and term in _DIGIT_SPACE_RE.sub("", text):
+        return True  # 「24小时」 is 「24 小时」 in a text that spaces its numbers
     if len(term) >= 2 and term.endswith("到") and term[:-1] + "至" in text:
         return True  # 「降到」 is written 「降至」
     member = _MEMBER_TERM_RE.fullmatch(term)
@@ -1203,6 +1209,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if fillers and question.get("per"):
         fillers = _rated(fillers, unit, str(question.get("per")))
     subject = question_subject(question)
+    chosen = _chosen_option(question, unit) if asked == "yesno" else ()
+    subject = [t for t in subject if not any(t in o for o in chosen)]
     weights = weights if weights is not None else subject_weights(subject, vocab)
     lapse = asked in ("duration", "date")  # 「多久过期」: a validity span answers it
     bind = subject_binding(subject, unit, weights, specific_term(weights), min_share, lapse=lapse)
@@ -1220,8 +1228,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers = _cell_fillers(fillers, unit, subject)
     if asked == "duration" and fillers:
         fillers = _headed_durations(fillers, unit, question, subject)
-    anchors = [a for a in question.get("anchors") or [] if vocab is None or vocab.document_frequency(a)
-               or _VALUE_ANCHOR_RE.fullmatch(a)]  # 「要钱吗」 is answered by a price, not by the word
+    anchors = [a for a in question.get("anchors") or [] if (vocab is None or vocab.document_frequency(a)
+               or _VALUE_ANCHOR_RE.fullmatch(a)) and not any(a in o for o in chosen)]  # 「要钱吗」: a price answers
     if asked in VALUE_SLOTS and fillers:
         fillers = shaped_fillers(fillers, unit, anchors, _asked_bound(question), question.get("measure", ""),
                                  face_values=any(_INSTRUMENT_RE.search(t) for t in [*anchors, *subject]),
@@ -1263,22 +1271,41 @@ _CLAUSE_STOP_RE = re.compile(rf"[{_CLAUSE_STOPS}]")
 _CHOICE_RE = re.compile(rf"还是([^{_CLAUSE_STOPS}]{{2,6}}?)[呢啊呀吧吗]?\s*(?:[{_CLAUSE_STOPS}]|$)")
 
 
+# 「…是A还是B」: the copula opens the first option, whatever its length against the second.
+_COPULA_OPTION_RE = re.compile(rf"(?<!还)是([^{_CLAUSE_STOPS}是]{{2,8}})$")
+
+
 def _choice_options(norm: str) -> tuple[str, ...]:
     """Return the two options of a choice between things of one kind (「A还是B」, A and B of equal length, one head).
 
     「借1号柜还是2号柜」「选年卡还是季卡」: the option after 还是 ends the clause, and the
     characters of the same length before 还是 end with the same head; 「还是打不开」 (still) is no choice.
+    After a copula (「是A还是B」) the first option is what follows 是, whatever its length.
     """
     for m in _CHOICE_RE.finditer(norm):
         right = m.group(1)
         left = norm[max(0, m.start() - len(right)):m.start()]
-        if len(left) == len(right) and left != right and left[-1] == right[-1] \
+        copula = _COPULA_OPTION_RE.search(norm[:m.start()])
+        if copula and copula.group(1) != right:  # 「是按月计费还是按次计费」: the option starts after 是
+            left = copula.group(1)
+        if (len(left) == len(right) or copula) and left != right and left[-1] == right[-1] \
                 and not _CLAUSE_STOP_RE.search(left):
             same = len(os.path.commonprefix([left[::-1], right[::-1]]))
             if same >= 2 and len(left) - same >= 2:  # 「从付款开始算还是激活开始算」: the options are what differs
                 return (left[:-same], right[:-same])
             return (left, right)
     return ()
+
+
+def _chosen_option(question: Question, unit: Unit) -> tuple[str, ...]:
+    """Return the options of the question's choice when ``unit`` names one of them, else ().
+
+    A unit that names one option (「…按次计费」) chooses: the words of the options are what the
+    customer offers to choose between, so none of them is a subject the unit must also carry.
+    """
+    options = _choice_options(question["norm"])
+    text = _norm(unit.text)
+    return options if any(_term_present(o, text) for o in options) else ()
 
 
 # 「<词>几周后会…」「<词>了几个小时就…」: a span followed by what then happens is the length of
@@ -1357,9 +1384,10 @@ _SPAN_UNITS = "分钟|小时|工作日|天|日|周|星期|月|年"
 _SPAN_RE = re.compile(rf"(\d+(?:\.\d+)?)\s*({_SPAN_UNITS})")
 _ABOVE_BEFORE_RE = re.compile(r"(?:≥|>|＞|(?<!不)(?:大于|超过|高于|满)|不少于|不低于|至少)\s*$")
 _BELOW_BEFORE_RE = re.compile(r"(?:≤|<|＜|(?<!不)(?:小于|低于|少于)|不超过|不到|未满|不足|至多|最多)\s*$")
-_ABOVE_AFTER_RE = re.compile(r"^\s*(?:及?以上|起)")
+_INCLUSIVE = r"(?:\(含\)\s*)?"  # 「300元(含)以下」: the bound itself is included
+_ABOVE_AFTER_RE = re.compile(rf"^\s*{_INCLUSIVE}(?:及?以上|起)")
 _WITHIN_WORDS = "及?以下|以内|之内"  # 「30分钟以内」 bounds a span; a bare 「5日内到账」 is a deadline
-_BELOW_AFTER_RE = re.compile(rf"^\s*(?:{_WITHIN_WORDS}|内)")
+_BELOW_AFTER_RE = re.compile(rf"^\s*{_INCLUSIVE}(?:{_WITHIN_WORDS}|内)")
 _WITHIN_AFTER_RE = re.compile(rf"\s*(?:{_WITHIN_WORDS})")
 _RANGE_DASH_RE = re.compile(r"^\s*[-–~～至到]\s*$")
 # A span counted from an event: back (「提前3天」「离开课只剩3天」) or past it (「晚了5小时」「逾期2天」).
@@ -1382,7 +1410,7 @@ def _intervals(norm: str, found: list[tuple[str, float, int, int]]) -> list[tupl
             n += 2
             continue
         dash = re.search(r"(\d+(?:\.\d+)?)\s*[-–~～]\s*$", norm[:a])  # 「48-72小时」 shares the unit
-        before, after = norm[max(0, a - 4):a], norm[b:b + 4]
+        before, after = norm[max(0, a - 4):a], norm[b:b + 7]
         if dash:
             number = re.match(r"\d+(?:\.\d+)?", norm[a:b])
             stated = float(number.group(0)) if number else 0.0
@@ -1550,13 +1578,18 @@ def _other_quantity(question: Question, unit: Unit) -> list[str]:
     return out
 
 
+# 「余额在300元(含)以下的，当场退」: a bracket of sums that opens a condition clause (…的，).
+_CONDITION_AFTER_RE = re.compile(r"[^，,。；;]{0,8}?的\s*[，,]")
+
+
 def _tier_sum(unit: Unit, norm: str, low: float, high: float, end: int) -> bool:
     """Return True when a sum in ``unit`` is a tier's bracket: a table row's 「10万–50万元」 or 「50万元以上」.
 
     A price (「运费10元」) says nothing about what the customer spent, and a threshold in prose
     (「满199元包邮，不满收取20元」) states both sides of it, so neither contradicts a stated sum.
+    A bracket that opens a condition clause (「余额在300元以下的，…」) is a tier in prose too.
     """
-    if not unit.row or low == high:
+    if low == high or not (unit.row or _CONDITION_AFTER_RE.match(norm, end)):
         return False
     return (low != float("-inf") and high != float("inf")) or bool(
         _ABOVE_AFTER_RE.match(norm[end:]) or _BELOW_AFTER_RE.match(norm[end:]))
@@ -1795,7 +1828,7 @@ def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str]) -
 
 
 # A sum after 「满」 is the condition of a threshold; only a question about the threshold asks for it.
-_THRESHOLD_BEFORE_RE = re.compile(r"(?:实付|消费|订单)?满\s*$")
+_THRESHOLD_BEFORE_RE = re.compile(r"(?:(?:实付|消费|订单)?满|(?<!不)(?:低于|少于)|不足)\s*$")
 # A span after 「满」 (「须满3年」) is a bar to reach, unless an event follows it (「满30天后退还」);
 # only a question about a bar (「满多久才能…」「至少几年」) asks for it.
 _BAR_SPAN_BEFORE_RE = re.compile(r"(?<!每)满\s*$")
@@ -1809,7 +1842,7 @@ def _is_bar_span(norm: str, filler: Filler) -> bool:
         and not _BAR_SPAN_AFTER_RE.match(norm, filler.end)
 
 
-_THRESHOLD_ASKED_RE = re.compile(r"满多少|满几|门槛|起步|多少钱?(?:以上|起|才)|最低|最少|至少|够多少")
+_THRESHOLD_ASKED_RE = re.compile(r"满多少|满几|(?:低于|少于|不足|不到)多少|门槛|起步|多少钱?(?:以上|起|才)|最低|最少|至少|够多少")
 _PAREN_RE = re.compile(r"（[^（）]*）|\([^()]*\)")
 
 
@@ -2084,7 +2117,7 @@ _MEASURE_ALIASES = {"分": ("分", "积分"), "积分": ("分", "积分"), "岁"
 _FLOOR_CELL_WORDS = "最低|最少|最小|最短|至少|不低于|不少于|下限|以上|不足"
 _CAP_CELL_WORDS = "最高|最多|最大|最长|不超过|不高于|上限|封顶|至多|限|以内|以下"
 _BOUND_CELL_RE = re.compile(f"{_FLOOR_CELL_WORDS}|{_CAP_CELL_WORDS}")
-_SPAN_WITHIN_RE = re.compile(r"\d\s*(?:个)?(?:分钟|小时|天|日|周|星期|个月|月|年)内")  # 「60 分钟内」: a time window is a limit
+_SPAN_WITHIN_RE = re.compile(rf"\d\s*{_TIME_UNIT}内")  # 「60 分钟内」: a time window is a limit
 _CELL_SEP_RE = re.compile(r"[，,；;。！？!?]")
 # The same limit words by side, a cap or a floor; 「不限」 (there is none) answers either.
 _SIDED_LIMIT_RE = {"max": re.compile(_CAP_CELL_WORDS), "min": re.compile(f"{_FLOOR_CELL_WORDS}|不限")}

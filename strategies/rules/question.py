@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- question forms
 # Each slot: interrogative patterns over the normalised question (numerals already digits).
 _CLASSIFIERS = "个|次|张|本|件|期|笔|份|位|台|种|项|条|款|级|分|积分|单|人|家|层|倍|折"
-_TIME_UNITS = "天|日|工作日|个工作日|小时|个小时|分钟|周|星期|个月|月|年"
+_TIME_UNITS = "天|日|工作日|个工作日|小时|个小时|钟头|个钟头|分钟|周|星期|个月|月|年"
 _MONEY = "费率|利率|税率|汇率|钱|元|块|费|价|金额|运费|邮费|手续费|利息|年费|押金|定金|尾款|补贴|赔偿|退款金额"
 # Adverbs that may stand between a noun and its interrogative (「年费大概是多少」).
 _HEDGES = "一般|大概|大约|通常|一共|总共|现在|目前|大致|具体"
@@ -545,10 +545,23 @@ def confirmed_slot(norm: str) -> Slot | None:
     return kinds[0] if len(kinds) == 1 else None
 
 
+# A clause ending in 吗 asks yes or no: a 几 inside it is indefinite (「借的几本书都要续借吗」: a few),
+# unless a verb of knowing or telling embeds a question (「知道几点开门吗」).
+_MA_CLAUSE_RE = re.compile(r"[^，,。；;？?！!]*吗\s*(?=[，,。；;？?！!]|$)")
+_EMBEDDING_RE = re.compile(r"知道|清楚|告诉|问一?下|请问|记得")
+
+
+def _indefinite(norm: str) -> str:
+    """Return ``norm`` with the indefinite 几 of its 吗 clauses read as 一 (for the slot only)."""
+    return _MA_CLAUSE_RE.sub(lambda m: m.group(0) if _EMBEDDING_RE.search(m.group(0))
+                             else m.group(0).replace("几", "一"), norm)
+
+
 def asked_slot(norm: str) -> Slot:
     """Return the slot a (normalised) question's form asks for (see the module docstring)."""
     if not norm.strip():
         return "none"
+    norm = _indefinite(norm)
     for slot, pattern in _FORMS:
         if pattern.search(norm):
             return slot
@@ -886,6 +899,7 @@ _NUMBER_BEFORE_RE = re.compile(r"(?:\d|[一二两三四五六七八九十几]|�
 MAX_JOIN = 2  # characters of the neighbouring text a mended word may take
 # Characters that complete a one-character verb: its direction (带上, 拿去) or its result (用完, 加满).
 _COMPLEMENT_CHARS = frozenset("上下进出回过到走起开完好满掉住成来去")
+_LOCATIVE_CHARS = frozenset("里上内中")  # postpositions of place: 「卡里」 is in the card, 「车上」 in the car
 _DIRECTIONAL_RE = re.compile(r"^[回过进出上下起开][去来]$")  # a verb's directional ending (拿回去, 送回来)
 
 
@@ -917,6 +931,10 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
             continue
         if len(term) == 3 and _DIRECTIONAL_RE.match(term[1:]) and not vocab.document_frequency(term):
             out[term] = ""  # 「送过来」: a one-character verb and its directional ending
+            continue
+        if len(term) == 2 and start >= 0 and term[1] in _LOCATIVE_CHARS and _HAN_RE.match(term[0]) \
+                and _is_thing_char(term[0]):
+            out[term] = ALTERNATIVES.join((term, term[0]))  # 「卡里」「车上」: in or on the card, the car
             continue
         if len(term) != 2 or start < 0 or not all(_HAN_RE.match(c) for c in term) or vocab.document_frequency(term):
             continue
@@ -987,6 +1005,15 @@ def _is_verb_char(char: str) -> bool:
 
     pairs = list(pseg.cut(char, HMM=False))
     return bool(pairs) and pairs[0].flag.startswith("v")
+
+
+@lru_cache(maxsize=4096)
+def _is_thing_char(char: str) -> bool:
+    """Return True when jieba tags ``char`` alone as a noun or a measure of things (「卡」「家」「车」)."""
+    import jieba.posseg as pseg
+
+    pairs = list(pseg.cut(char, HMM=False))
+    return bool(pairs) and (pairs[0].flag[:1] in ("n", "q") or pairs[0].flag == "zg")
 
 
 MAX_RECUT_CHARS = 4  # the longest knowledge-base word a re-cut term may become

@@ -931,3 +931,18 @@ def test_the_word_that_asks_is_not_a_term_a_chunk_must_cover():
     draft, reason = compose_offline(question, [question], [chunk], gate=Gate(min_dense=None, min_bigram=1.0),
                                     analysis=analysis, vocab=vocab)
     assert reason is None and "22:00" in draft
+
+
+def test_a_noun_with_a_postposition_of_place_is_the_noun():
+    # 「卡里」「柜里」: the postposition places something in the noun; a unit naming the noun binds it
+    vocab = build_vocabulary([["储值卡"]], ["储值卡 储值卡余额可转入新卡，卡内余额不退现。", "物品遗忘在柜内的，前台代为保管7天。"])
+    assert mend_segmentation("储值卡卡里的钱能转吗", ["卡里"], vocab) == {"卡里": "卡里|卡"}
+    q = analyze_question("储值卡卡里剩的钱几天可以转进新卡", vocab=vocab)
+    assert "卡里" not in q["subject_terms"]
+    assert judge_unit(q, _unit("储值卡卡内余额可转入新卡，3天内到账。", "储值卡"), vocab=vocab).answers
+    assert mend_segmentation("网上能续卡吗", ["网上"], vocab) == {"网上": "网上|网"}  # the word itself still binds
+
+
+@pytest.mark.parametrize("question", ["场地超时3个钟头按什么收费", "储物柜多用了半个钟头要加钱吗"])
+def test_a_span_counted_in_an_everyday_unit_is_no_subject(question):
+    assert "钟头" not in analyze_question(question)["subject_terms"]

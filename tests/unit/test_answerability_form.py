@@ -12,6 +12,7 @@ from strategies.rules.answerability import (
     Unit,
     _anchored,
     _choice_options,
+    _other_quantity,
     _quantities,
     _term_present,
     answerability,
@@ -718,9 +719,19 @@ def test_a_choice_between_two_of_a_kind_is_answered_only_by_a_unit_naming_one():
     ("选年卡还是季卡，哪个划算", ("年卡", "季卡")),
     ("柜门关了好几次还是打不开", ()),  # 「还是」 as 「still」
     ("住标准间还是大床房", ()),  # two heads: left to the other checks
+    ("年卡是当月有效还是30天有效", ("当月", "30天")),  # 「是A还是B」: the first option starts after 是
 ])
 def test_the_options_of_a_choice(question, options):
     assert _choice_options(analyze_question(question)["norm"]) == options
+
+
+def test_a_unit_naming_one_option_chooses_whatever_the_other_option_says():
+    # the words of the option the unit does not name are no subject it must carry; a text that
+    # spaces its numbers (「30 天」) names the option 「30天」
+    question = "年卡是当月有效还是30天有效"
+    assert _answers(question, "年卡自首次入馆起 30 天内有效，过期作废。", "年卡")
+    assert _answers(question, "年卡自办卡当月有效。", "年卡")
+    assert not _answers(question, "年卡可在前台办理，每张200元。", "年卡")  # names neither option
 
 
 def test_a_value_written_in_most_of_the_kb_is_its_subject_not_a_regime():
@@ -959,3 +970,30 @@ def test_a_time_window_states_a_limit():
 @pytest.mark.parametrize("question", ["借书证冻结了下一步干什么", "押金退了之后我还要做什么", "借书证丢了咋办"])
 def test_words_asking_what_to_do_are_no_subject_terms(question):
     assert not {"干什么", "做什么", "咋办"} & set(analyze_question(question)["subject_terms"])
+
+
+@pytest.mark.parametrize(("question", "slot"), [
+    ("前台送的几张体验券都要登记吗", "yesno"),  # 几 in a clause asking yes or no: a few
+    ("借书证几年不续会作废吗", "yesno"),
+    ("你知道游泳馆几点开门吗", "date"),  # a verb of knowing embeds the question: still asked
+    ("游泳馆几点开门？周末也开吗", "date"),  # the 吗 is in another clause
+    ("体验券一次能用几张", "count"),
+])
+def test_a_ji_in_a_clause_asking_yes_or_no_is_indefinite(question, slot):
+    assert analyze_question(question)["slot"] == slot
+
+
+def test_a_bracket_of_sums_opening_a_condition_clause_is_a_tier():
+    # 「押金在50元(含)以下的，…」 is the rule for that bracket: a customer stating 80 is in another
+    question = analyze_question("借书证押金还剩80块，退证时押金当场退还吗")
+    assert _other_quantity(question, _unit("押金在 50 元（含）以下的，当场退还现金。", "退证"))
+    assert not _other_quantity(question, _unit("押金超过 50 元的，七日内退回原账户。", "退证"))
+    assert not _other_quantity(question, _unit("押金 50 元，退证时当场退还。", "退证"))  # a sum, no bracket
+
+
+def test_a_sum_below_which_something_is_refused_is_no_answer_to_how_much():
+    # 「卡内低于10元不能入馆」 states a condition, not what the card holds at most
+    question = "储值卡最多能存多少钱"
+    assert not _answers(question, "储值卡余额低于 10 元时不能刷卡入馆。", "储值卡")
+    assert _answers(question, "储值卡余额上限为 2000 元。", "储值卡")
+    assert _answers("储值卡余额低于多少不能入馆", "储值卡余额低于 10 元时不能刷卡入馆。", "储值卡")
