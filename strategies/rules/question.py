@@ -998,22 +998,24 @@ def written_money_terms(terms: Sequence[str], vocab: Vocabulary | None) -> dict[
     return out
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=4096)
+def _char_flag(char: str) -> str:
+    """Return jieba's tag of ``char`` alone ("" when it gives none)."""
+    import jieba.posseg as pseg
+
+    pairs = list(pseg.cut(char, HMM=False))
+    return pairs[0].flag if pairs else ""
+
+
 def _is_verb_char(char: str) -> bool:
     """Return True when jieba tags ``char`` alone as a verb (「收」 of 「收钱」, 「补」 of 「补差价」)."""
-    import jieba.posseg as pseg
-
-    pairs = list(pseg.cut(char, HMM=False))
-    return bool(pairs) and pairs[0].flag.startswith("v")
+    return _char_flag(char).startswith("v")
 
 
-@lru_cache(maxsize=4096)
 def _is_thing_char(char: str) -> bool:
     """Return True when jieba tags ``char`` alone as a noun or a measure of things (「卡」「家」「车」)."""
-    import jieba.posseg as pseg
-
-    pairs = list(pseg.cut(char, HMM=False))
-    return bool(pairs) and (pairs[0].flag[:1] in ("n", "q") or pairs[0].flag == "zg")
+    flag = _char_flag(char)
+    return flag[:1] in ("n", "q") or flag == "zg"
 
 
 MAX_RECUT_CHARS = 4  # the longest knowledge-base word a re-cut term may become
