@@ -387,7 +387,7 @@ _PER_TERM_RE = re.compile(r"(?:每|包(?=[年季月周天日]$))([\u4e00-\u9fff]
 _MEMBER_TERM_RE = re.compile(r"([\u4e00-\u9fffA-Za-z]{2,6})(?:会员|用户)")  # a tier named with its head
 
 
-# A space a text puts between a number and the Chinese around it (「首次使用后 24 小时」).
+# A space a text puts between a number and the Chinese around it (「开馆后 2 小时」).
 _DIGIT_SPACE_RE = re.compile(r"(?<=\d)\s+(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])\s+(?=\d)")
 
 
@@ -401,7 +401,7 @@ def _term_present(term: str, text: str) -> bool:
     if term in text:
         return True
     if _DIGIT_SPACE_RE.search(text) and any(ch.isdigit() for ch in term) and term in _DIGIT_SPACE_RE.sub("", text):
-        return True  # 「24小时」 is 「24 小时」 in a text that spaces its numbers
+        return True  # 「2小时」 is 「2 小时」 in a text that spaces its numbers
     if len(term) >= 2 and term.endswith("到") and term[:-1] + "至" in text:
         return True  # 「降到」 is written 「降至」
     member = _MEMBER_TERM_RE.fullmatch(term)
@@ -1384,7 +1384,7 @@ _SPAN_UNITS = "分钟|小时|工作日|天|日|周|星期|月|年"
 _SPAN_RE = re.compile(rf"(\d+(?:\.\d+)?)\s*({_SPAN_UNITS})")
 _ABOVE_BEFORE_RE = re.compile(r"(?:≥|>|＞|(?<!不)(?:大于|超过|高于|满)|不少于|不低于|至少)\s*$")
 _BELOW_BEFORE_RE = re.compile(r"(?:≤|<|＜|(?<!不)(?:小于|低于|少于)|不超过|不到|未满|不足|至多|最多)\s*$")
-_INCLUSIVE = r"(?:\(含\)\s*)?"  # 「300元(含)以下」: the bound itself is included
+_INCLUSIVE = r"(?:\(含\)\s*)?"  # 「50元(含)以下」: the bound itself is included
 _ABOVE_AFTER_RE = re.compile(rf"^\s*{_INCLUSIVE}(?:及?以上|起)")
 _WITHIN_WORDS = "及?以下|以内|之内"  # 「30分钟以内」 bounds a span; a bare 「5日内到账」 is a deadline
 _BELOW_AFTER_RE = re.compile(rf"^\s*{_INCLUSIVE}(?:{_WITHIN_WORDS}|内)")
@@ -1578,7 +1578,7 @@ def _other_quantity(question: Question, unit: Unit) -> list[str]:
     return out
 
 
-# 「余额在300元(含)以下的，当场退」: a bracket of sums that opens a condition clause (…的，).
+# 「押金在50元(含)以下的，当场退」: a bracket of sums that opens a condition clause (…的，).
 _CONDITION_AFTER_RE = re.compile(r"[^，,。；;]{0,8}?的\s*[，,]")
 
 
@@ -1587,7 +1587,7 @@ def _tier_sum(unit: Unit, norm: str, low: float, high: float, end: int) -> bool:
 
     A price (「运费10元」) says nothing about what the customer spent, and a threshold in prose
     (「满199元包邮，不满收取20元」) states both sides of it, so neither contradicts a stated sum.
-    A bracket that opens a condition clause (「余额在300元以下的，…」) is a tier in prose too.
+    A bracket that opens a condition clause (「押金在50元以下的，…」) is a tier in prose too.
     """
     if low == high or not (unit.row or _CONDITION_AFTER_RE.match(norm, end)):
         return False

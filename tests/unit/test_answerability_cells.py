@@ -935,11 +935,11 @@ def test_the_word_that_asks_is_not_a_term_a_chunk_must_cover():
 
 def test_a_noun_with_a_postposition_of_place_is_the_noun():
     # 「卡里」「柜里」: the postposition places something in the noun; a unit naming the noun binds it
-    vocab = build_vocabulary([["储值卡"]], ["储值卡 储值卡余额可转入新卡，卡内余额不退现。", "物品遗忘在柜内的，前台代为保管7天。"])
+    vocab = build_vocabulary([["储值卡"]], ["储值卡 储值卡的钱可转入新卡，卡内的钱不退现。", "物品遗忘在柜内的，前台代为保管7天。"])
     assert mend_segmentation("储值卡卡里的钱能转吗", ["卡里"], vocab) == {"卡里": "卡里|卡"}
     q = analyze_question("储值卡卡里剩的钱几天可以转进新卡", vocab=vocab)
     assert "卡里" not in q["subject_terms"]
-    assert judge_unit(q, _unit("储值卡卡内余额可转入新卡，3天内到账。", "储值卡"), vocab=vocab).answers
+    assert judge_unit(q, _unit("储值卡卡内的钱可转入新卡，3天内到账。", "储值卡"), vocab=vocab).answers
     assert mend_segmentation("网上能续卡吗", ["网上"], vocab) == {"网上": "网上|网"}  # the word itself still binds
 
 

@@ -987,13 +987,13 @@ def test_a_bracket_of_sums_opening_a_condition_clause_is_a_tier():
     # 「押金在50元(含)以下的，…」 is the rule for that bracket: a customer stating 80 is in another
     question = analyze_question("借书证押金还剩80块，退证时押金当场退还吗")
     assert _other_quantity(question, _unit("押金在 50 元（含）以下的，当场退还现金。", "退证"))
-    assert not _other_quantity(question, _unit("押金超过 50 元的，七日内退回原账户。", "退证"))
+    assert not _other_quantity(question, _unit("押金超过 50 元的，七天后转回付款账户。", "退证"))
     assert not _other_quantity(question, _unit("押金 50 元，退证时当场退还。", "退证"))  # a sum, no bracket
 
 
 def test_a_sum_below_which_something_is_refused_is_no_answer_to_how_much():
-    # 「卡内低于10元不能入馆」 states a condition, not what the card holds at most
+    # 「储值低于 8 元不能入馆」 states a condition, not what the card holds at most
     question = "储值卡最多能存多少钱"
     assert not _answers(question, "储值卡余额低于 10 元时不能刷卡入馆。", "储值卡")
-    assert _answers(question, "储值卡余额上限为 2000 元。", "储值卡")
+    assert _answers(question, "储值卡最多可存 2000 元。", "储值卡")
     assert _answers("储值卡余额低于多少不能入馆", "储值卡余额低于 10 元时不能刷卡入馆。", "储值卡")
