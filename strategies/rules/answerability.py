@@ -1827,7 +1827,8 @@ def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str]) -
                  or any(_term_present(t, _topic_before(norm, f)) for t in found))
 
 
-# A sum after 「满」 is the condition of a threshold; only a question about the threshold asks for it.
+# A sum after 「满」 (or below which something holds: 「低于」「少于」「不足」) is the condition of a threshold;
+# only a question about the threshold asks for it.
 _THRESHOLD_BEFORE_RE = re.compile(r"(?:(?:实付|消费|订单)?满|(?<!不)(?:低于|少于)|不足)\s*$")
 # A span after 「满」 (「须满3年」) is a bar to reach, unless an event follows it (「满30天后退还」);
 # only a question about a bar (「满多久才能…」「至少几年」) asks for it.

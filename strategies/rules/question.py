@@ -914,7 +914,8 @@ def mend_segmentation(norm: str, terms: Sequence[str], vocab: Vocabulary | None)
     characters the segmenter left apart that the knowledge base writes as one word (「馆|藏」)
     are that word. A one-character verb with its direction or result (「带上」「拿去」「用完」)
     that the knowledge base never writes is the act the question's other words name (a policy
-    writes 「携带」, not 「带上」), so it is dropped.
+    writes 「携带」, not 「带上」), so it is dropped. A one-character noun with a postposition of
+    place (「卡里」「车上」) is read as itself or the noun: a unit writing 「卡内」 speaks of it too.
     """
     if vocab is None or not vocab.texts:
         return {}
