@@ -400,7 +400,7 @@ def _term_present(term: str, text: str) -> bool:
         return term in text and _char_word_present(term, text)
     if term in text:
         return True
-    if _DIGIT_SPACE_RE.search(text) and any(ch.isdigit() for ch in term) and term in _DIGIT_SPACE_RE.sub("", text):
+    if any(ch.isdigit() for ch in term) and term in _DIGIT_SPACE_RE.sub("", text):
         return True  # 「2小时」 is 「2 小时」 in a text that spaces its numbers
     if len(term) >= 2 and term.endswith("到") and term[:-1] + "至" in text:
         return True  # 「降到」 is written 「降至」
@@ -1209,7 +1209,9 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if fillers and question.get("per"):
         fillers = _rated(fillers, unit, str(question.get("per")))
     subject = question_subject(question)
-    chosen = _chosen_option(question, unit) if asked == "yesno" else ()
+    # 「A还是B」: a unit naming one option chooses, so the options' words are no subject it must carry
+    options = _choice_options(question["norm"]) if asked == "yesno" else ()
+    chosen = options if any(_term_present(o, _norm(unit.text)) for o in options) else ()
     subject = [t for t in subject if not any(t in o for o in chosen)]
     weights = weights if weights is not None else subject_weights(subject, vocab)
     lapse = asked in ("duration", "date")  # 「多久过期」: a validity span answers it
@@ -1250,8 +1252,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         reason = "superseded"
     elif asked in ("none", "yesno") and anchors and not _anchored(unit, anchors):
         reason = "anchor absent"
-    elif asked == "yesno" and (options := _choice_options(question["norm"])) \
-            and not any(_term_present(o, _norm(unit.text)) for o in options):
+    elif options and not chosen:
         reason = "choice absent"  # 「A还是B」 between two of a kind: a unit naming neither does not choose
     elif asked == "yesno" and question.get("bound") \
             and not _states_limit(unit, money=bool(_MONEY_WORD_RE.search(question["norm"])),
@@ -1295,17 +1296,6 @@ def _choice_options(norm: str) -> tuple[str, ...]:
                 return (left[:-same], right[:-same])
             return (left, right)
     return ()
-
-
-def _chosen_option(question: Question, unit: Unit) -> tuple[str, ...]:
-    """Return the options of the question's choice when ``unit`` names one of them, else ().
-
-    A unit that names one option (「…按次计费」) chooses: the words of the options are what the
-    customer offers to choose between, so none of them is a subject the unit must also carry.
-    """
-    options = _choice_options(question["norm"])
-    text = _norm(unit.text)
-    return options if any(_term_present(o, text) for o in options) else ()
 
 
 # 「<词>几周后会…」「<词>了几个小时就…」: a span followed by what then happens is the length of
