@@ -64,7 +64,7 @@ from strategies.rules.versions import IN_FORCE_OLD, settled_qualifiers, version_
 
 _HAN_RE = re.compile(r"[\u4e00-\u9fff]")
 _SENT_SPLIT_RE = re.compile(r"(?<=[。！？!?；;])|\n+")
-_LIST_MARK_RE = re.compile(r"^\s*(?:[-*•]\s*|\d{1,2}[.、)]\s*(?!\d)|[（(]\d{1,2}[)）]\s*)")
+_LIST_MARK_RE = re.compile(r"^\s*(?:[-•]\s*|\*\s+|\d{1,2}[.、)]\s*(?!\d)|[（(]\d{1,2}[)）]\s*)")
 _TABLE_SEP_RE = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
 _CITE_RE = re.compile(r"【来源[:：][^】]*】")
 MIN_UNIT_CHARS = 4
@@ -1217,7 +1217,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     lapse = asked in ("duration", "date")  # 「多久过期」: a validity span answers it
     bind = subject_binding(subject, unit, weights, specific_term(weights), min_share, lapse=lapse)
     if asked in VALUE_SLOTS and fillers and bind.found:
-        fillers = bound_fillers(fillers, unit, bind.found)
+        fillers = bound_fillers(fillers, unit, bind.found,
+                                scopes=[v for vals in (question.get("qualifiers") or {}).values() for v in vals])
     if asked in VALUE_SLOTS and fillers:
         fillers = _aside_scoped(fillers, unit, question)
     if asked == "amount" and fillers and not _THRESHOLD_ASKED_RE.search(question["norm"]):
@@ -1227,7 +1228,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         norm = _norm(unit.text)  # 「驾龄须满3年」 is a bar to reach, not how long something lasts or takes
         fillers = tuple(f for f in fillers if not _is_bar_span(norm, f))
     if asked in VALUE_SLOTS and fillers and unit.row:
-        fillers = _cell_fillers(fillers, unit, subject)
+        fillers = _cell_fillers(fillers, unit, subject, str(question.get("measure", "")))
     if asked == "duration" and fillers:
         fillers = _headed_durations(fillers, unit, question, subject)
     anchors = [a for a in question.get("anchors") or [] if (vocab is None or vocab.document_frequency(a)
@@ -1802,17 +1803,28 @@ def _covered_by_parts(term: str, others: Sequence[str]) -> bool:
     return all(covered)
 
 
-def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str]) -> tuple[Filler, ...]:
+# A label opening a list item, set off by a colon (「**补办**：」「补办方式：」): what the item is about.
+_LEAD_LABEL_RE = re.compile(r"^\s*(?:\*\*([^*：:]{1,12})\*\*|([^*：:，,。]{1,12}))\s*[：:]")
+
+
+def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str],
+                  scopes: Sequence[str] = ()) -> tuple[Filler, ...]:
     """Return the fillers that share a clause with a found subject term.
 
     A short leading clause set off by a comma (「签收后24小时内，」) belongs to the clause after it.
 
     A table row is one binding unit (its header names the subject); so is a unit whose last
-    heading carries a found term (an FAQ question heading names what its answer is about).
+    heading carries a found term (an FAQ question heading names what its answer is about), and
+    an item whose opening label does (「**借书证补办**：…」), unless the label only names one of
+    the question's ``scopes`` (its qualifier values: 「儿童：…」 scopes the item, it does not say
+    what each of its values is about).
     """
     if unit.row or (unit.context and any(_term_present(t, _norm(unit.context[-1])) for t in found)):
         return tuple(fillers)
     norm = _norm(unit.text)
+    label = _LEAD_LABEL_RE.match(norm)
+    if label and any(_term_present(t, label.group(1) or label.group(2)) for t in found if t not in scopes):
+        return tuple(fillers)  # 「**借书证补办**：…」: a labelled item is about its label, as under a heading
     return tuple(f for f in fillers if any(_term_present(t, _clause_of(norm, f)) for t in found)
                  or any(_term_present(t, _topic_before(norm, f)) for t in found))
 
@@ -1982,17 +1994,21 @@ def _row_cells(norm: str) -> list[tuple[str, int, int]]:
     return [(h.group(1), h.end(), end) for h, end in zip(heads, ends, strict=True)]
 
 
-def _cell_fillers(fillers: Sequence[Filler], unit: Unit, terms: Sequence[str]) -> tuple[Filler, ...]:
+def _cell_fillers(fillers: Sequence[Filler], unit: Unit, terms: Sequence[str],
+                  measure: str = "") -> tuple[Filler, ...]:
     """Return the fillers of a table row that lie in the cells whose header names what was asked.
 
     In 「读者类型：学生，馆内阅览：免费，馆外借阅：按册数收费」 the 「免费」 is the 馆内阅览
     column's value: a question on 馆外借阅 is answered only by the cell under the header naming
-    most of its terms. These headers do not count:
+    most of its terms. A header whose label counts the question's ``measure`` (「几个人」 and
+    「可住人数（人）」) names what was asked as well. These headers do not count:
 
     - the first column's, which labels the row (「课程：私教课」);
     - a cell's whose value names a term and holds no filler: it is what the question is about,
       not what it asks (「负责人：游泳教练」 for a question on 教练);
-    - a term the table's headings name (a deposit table's every column says 押金).
+    - a term the table's headings name (a deposit table's every column says 押金);
+    - a one-character term that is only the edge of a longer word of the header (「车」 in
+      「车辆…」): the header names the longer word.
 
     A row whose other headers name none of the terms is left as it is.
     """
@@ -2004,13 +2020,23 @@ def _cell_fillers(fillers: Sequence[Filler], unit: Unit, terms: Sequence[str]) -
     def holds_subject(a: int, b: int) -> bool:  # names a term and carries no value asked for
         return any(_term_present(t, norm[a:b]) for t in own) and not any(a <= f.start < b for f in fillers)
 
-    named = [0 if i == 0 or holds_subject(a, b) else sum(_term_present(t, head) for t in own)
+    named = [0 if i == 0 or holds_subject(a, b) else sum(_header_names(t, head) for t in own)
              for i, (head, a, b) in enumerate(cells)]
     best = max(named, default=0)
     if best == 0:
         return tuple(fillers)
-    spans = [(a, b) for (_, a, b), n in zip(cells, named, strict=True) if n == best]
+    spans = [(a, b) for (head, a, b), n in zip(cells, named, strict=True)
+             if n == best or (measure and n == 0 and _label_counts(head, measure))]
     return tuple(f for f in fillers if any(a <= f.start and f.end <= b for a, b in spans))
+
+
+def _header_names(term: str, head: str) -> bool:
+    """Return True when a column header names ``term`` (a one-character word only as a word of its own)."""
+    if ALTERNATIVES in term:
+        return any(_header_names(t, head) for t in term.split(ALTERNATIVES) if t)
+    if len(term) == 1 and _HAN_RE.match(term):
+        return next(whole_word_starts(term, head, hmm=False), None) is not None
+    return _term_present(term, head)
 
 
 def _anchored(unit: Unit, anchors: Sequence[str], *, lapse: bool = False) -> bool:

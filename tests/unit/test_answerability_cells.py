@@ -18,6 +18,7 @@ from strategies.rules.answerability import (
     _only_excepted,
     _term_present,
     answerability,
+    bound_fillers,
     evidence_units,
     judge_unit,
     list_lead_in,
@@ -946,3 +947,50 @@ def test_a_noun_with_a_postposition_of_place_is_the_noun():
 @pytest.mark.parametrize("question", ["场地超时3个钟头按什么收费", "储物柜多用了半个钟头要加钱吗"])
 def test_a_span_counted_in_an_everyday_unit_is_no_subject(question):
     assert "钟头" not in analyze_question(question)["subject_terms"]
+
+
+def test_a_header_counting_the_asked_measure_names_what_was_asked():
+    # 「几个人」 asks a number of people; a column whose label counts people holds it, even when
+    # another part of the question names another column (「是什么座椅」)
+    q = analyze_question("脚踏船最多能坐几个人，是什么座椅？")
+    row = _row("船型：脚踏船，座椅：两排软座，最多乘坐人数（人）：4，可否带宠物：否", "游船租赁", "船型与座位")
+    verdict = judge_unit(q, row)
+    assert verdict.answers
+    assert [f.text for f in verdict.fillers] == ["4"]
+
+
+def test_a_one_character_noun_does_not_name_a_header_through_a_longer_word():
+    # 「柜」 of 「柜里」 is not the header 「柜子自身损坏」 (jieba's word 「柜子」): that column does
+    # not hold what is asked, so it does not take the row's values away from the others
+    text = "服务项目：开柜（钥匙锁在柜内），柜子自身损坏：不收费，会员原因造成：30元/次"
+    vocab = build_vocabulary([["储物服务", "服务收费"]], [text, "柜内物品请在离馆前取走。", "柜门损坏请告知前台。"])
+    q = analyze_question("钥匙忘在柜里了，开柜多少钱", vocab=vocab)
+    verdict = judge_unit(q, _row(text, "储物服务", "服务收费"), vocab=vocab)
+    assert "30元" in [f.text for f in verdict.fillers]
+
+
+def test_a_labelled_item_binds_its_values_to_its_label():
+    # 「**团体课预约**：…，开放时间为…」: the time is the label's, as under a heading of that name
+    q = analyze_question("团体课几点能预约")
+    item = _unit("**团体课预约**：会员可在小程序选择课程并提交，开放时间为每天 08:00–22:00。", "会员须知", "须知")
+    verdict = judge_unit(q, item)
+    assert verdict.answers
+    assert [f.text for f in verdict.fillers] == ["08:00", "22:00"]
+    plain = _unit("会员可在小程序选择课程并提交，开放时间为每天 08:00–22:00。", "会员须知", "须知")
+    assert not judge_unit(q, plain).answers  # without the label the clause names nothing asked
+
+
+def test_a_label_naming_only_a_qualifier_of_the_question_binds_nothing():
+    # 「**金卡**：…」 scopes the item to a tier; the tier is the question's qualifier, so the label
+    # does not say what the item's values are about (the clause must)
+    item = _unit("**金卡**：会员专用的柜子可在营业时间内免费使用，毛巾遗失赔偿不超过50元。", "会员须知", "须知")
+    filler = next(f for f in slot_fillers("amount", item.text) if f.text == "50元")
+    assert bound_fillers([filler], item, ["柜", "金卡"], scopes=["金卡"]) == ()
+    assert bound_fillers([filler], item, ["柜", "金卡"]) == (filler,)
+
+
+def test_a_bold_label_opening_a_line_is_not_a_list_marker():
+    # 「**折叠伞**：…」 keeps its bold marks whole in the answer; 「* 」 with a space is a list marker
+    text = "**折叠伞**：可带入馆内，无需寄存。\n* 长柄伞请放入门口伞架。"
+    assert sentence_units(text) == ["**折叠伞**：可带入馆内，无需寄存。", "长柄伞请放入门口伞架。"]
+    assert [u.text for u in evidence_units([{"id": "e", "kind": "chunk", "text": text}])][0].startswith("**折叠伞**")
