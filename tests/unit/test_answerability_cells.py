@@ -952,7 +952,7 @@ def test_a_span_counted_in_an_everyday_unit_is_no_subject(question):
 def test_a_header_counting_the_asked_measure_names_what_was_asked():
     # 「几个人」 asks a number of people; a column whose label counts people holds it, even when
     # another part of the question names another column (「是什么座椅」)
-    q = analyze_question("脚踏船最多能坐几个人，是什么座椅？")
+    q = analyze_question("脚踏船一条最多载几个人，是什么座椅？")
     row = _row("船型：脚踏船，座椅：两排软座，最多乘坐人数（人）：4，可否带宠物：否", "游船租赁", "船型与座位")
     verdict = judge_unit(q, row)
     assert verdict.answers
@@ -970,20 +970,20 @@ def test_a_one_character_noun_does_not_name_a_header_through_a_longer_word():
 
 
 def test_a_labelled_item_binds_its_values_to_its_label():
-    # 「**团体课预约**：…，开放时间为…」: the time is the label's, as under a heading of that name
+    # 「**团体课预约**：…，受理时段是…」: the time is the label's, as under a heading of that name
     q = analyze_question("团体课几点能预约")
-    item = _unit("**团体课预约**：会员可在小程序选择课程并提交，开放时间为每天 08:00–22:00。", "会员须知", "须知")
+    item = _unit("**团体课预约**：会员可在小程序选择课程并提交，系统的受理时段是每天 08:00–22:00。", "会员须知", "须知")
     verdict = judge_unit(q, item)
     assert verdict.answers
     assert [f.text for f in verdict.fillers] == ["08:00", "22:00"]
-    plain = _unit("会员可在小程序选择课程并提交，开放时间为每天 08:00–22:00。", "会员须知", "须知")
+    plain = _unit("会员可在小程序选择课程并提交，系统的受理时段是每天 08:00–22:00。", "会员须知", "须知")
     assert not judge_unit(q, plain).answers  # without the label the clause names nothing asked
 
 
 def test_a_label_naming_only_a_qualifier_of_the_question_binds_nothing():
     # 「**金卡**：…」 scopes the item to a tier; the tier is the question's qualifier, so the label
     # does not say what the item's values are about (the clause must)
-    item = _unit("**金卡**：会员专用的柜子可在营业时间内免费使用，毛巾遗失赔偿不超过50元。", "会员须知", "须知")
+    item = _unit("**金卡**：会员专用的柜子在场馆开门期间免费使用，毛巾遗失照价赔偿，至多50元。", "会员须知", "须知")
     filler = next(f for f in slot_fillers("amount", item.text) if f.text == "50元")
     assert bound_fillers([filler], item, ["柜", "金卡"], scopes=["金卡"]) == ()
     assert bound_fillers([filler], item, ["柜", "金卡"]) == (filler,)
