@@ -1251,8 +1251,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     reason = ""
     if unit.superseded:
         reason = "superseded"
-    elif asked in ("none", "yesno") and anchors and not _anchored(unit, anchors):
-        reason = "anchor absent"
+    elif asked in ("none", "yesno", "procedure", "reason") and anchors and not _anchored(unit, anchors):
+        reason = "anchor absent"  # 「怎么兑换」: a unit never naming the act does not say how (or why) it is done
     elif options and not chosen:
         reason = "choice absent"  # 「A还是B」 between two of a kind: a unit naming neither does not choose
     elif asked == "yesno" and question.get("bound") \

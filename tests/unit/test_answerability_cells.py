@@ -994,3 +994,16 @@ def test_a_bold_label_opening_a_line_is_not_a_list_marker():
     text = "**折叠伞**：可带入馆内，无需寄存。\n* 长柄伞请放入门口伞架。"
     assert sentence_units(text) == ["**折叠伞**：可带入馆内，无需寄存。", "长柄伞请放入门口伞架。"]
     assert [u.text for u in evidence_units([{"id": "e", "kind": "chunk", "text": text}])][0].startswith("**折叠伞**")
+
+
+def test_a_unit_that_never_names_the_act_asked_how_to_do_does_not_say_how():
+    # 「…怎么折抵…」 asks how to do the act: a unit on the same things that never names it (here a
+    # closing-down step) says nothing about how, however well it binds the nouns
+    texts = ["点数可在小程序折抵体验课。", "优惠券可折抵毛巾费。", "折抵后不退。", "折抵请到前台。", "折抵记录可查。",
+             "点数和赠送的课时在退卡时须到前台办理清零手续。", "课时按节扣除。"]
+    vocab = build_vocabulary([["会员手册", "点数"], ["会员手册", "课时"]], texts)
+    q = analyze_question("会员攒的点数，怎么折抵课时", vocab=vocab)
+    assert q["slot"] == "procedure" and q["anchors"] == ["折抵"]
+    verdict = judge_unit(q, _unit(texts[5], "会员手册", "退卡"), vocab=vocab)
+    assert not verdict.answers and verdict.reason == "anchor absent"
+    assert judge_unit(q, _unit("点数折抵课时须到前台办理，每五十点抵一节。", "会员手册", "点数"), vocab=vocab).answers
