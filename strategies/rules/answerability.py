@@ -2010,10 +2010,13 @@ def _cell_fillers(fillers: Sequence[Filler], unit: Unit, terms: Sequence[str],
     - a one-character term that is only the edge of a longer word of the header (「车」 in
       「车辆…」): the header names the longer word.
 
-    A row whose other headers name none of the terms is left as it is.
+    A row whose other headers name none of the terms is left as it is. A filler that is a word
+    (「免费」, no digit) inside a header is the header's own word, never a value of the row.
     """
     norm = _norm(unit.text)
     cells = _row_cells(norm)
+    if cells:  # 「免费宽限：30分钟」: a word in a header names the column, it is no value of the row
+        fillers = [f for f in fillers if any(ch.isdigit() for ch in f.text) or any(a <= f.start < b for _, a, b in cells)]
     heading = _norm(" ".join(unit.context))
     own = [t for t in terms if (_HAN_RE.search(t) or t.isalpha()) and not _term_present(t, heading)]
 

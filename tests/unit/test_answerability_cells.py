@@ -1007,3 +1007,13 @@ def test_a_unit_that_never_names_the_act_asked_how_to_do_does_not_say_how():
     verdict = judge_unit(q, _unit(texts[5], "会员手册", "退卡"), vocab=vocab)
     assert not verdict.answers and verdict.reason == "anchor absent"
     assert judge_unit(q, _unit("点数折抵课时须到前台办理，每五十点抵一节。", "会员手册", "点数"), vocab=vocab).answers
+
+
+def test_a_word_in_a_column_header_is_no_value_of_the_row():
+    # 「免费延时：15分钟」 names a column (a free extension); 「免费」 there is no price of anything
+    q = analyze_question("我是银卡会员，场地超时了得付多少钱")
+    assert q["slot"] == "amount"
+    bare = _row("会员等级：银卡会员，免费延时：15分钟", "场地租用", "超时收费")
+    assert not judge_unit(q, bare).answers
+    priced = _row("会员等级：银卡会员，免费延时：15分钟，超出后：每小时40元", "场地租用", "超时收费")
+    assert [f.text for f in judge_unit(q, priced).fillers] == ["40元"]
