@@ -1261,11 +1261,26 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         reason = "no limit stated"  # 「…设不设上限」 is answered only by a unit that speaks of a limit
     elif not fillers:
         reason = f"no {asked} filler"
-    elif not bind.bound:
+    elif not bind.bound or _only_qualifiers_bound(question, subject, bind, vocab):
         reason = "subject not bound"
     elif not quals.ok:
         reason = "qualifier conflict" if quals.conflicts else "qualifier absent"
     return UnitVerdict(unit, not reason, fillers, bind, quals, reason)
+
+
+def _only_qualifiers_bound(question: Question, subject: Sequence[str], bind: Binding,
+                           vocab: Vocabulary | None) -> bool:
+    """Return True when the unit carries none of the question's own subject terms, only its qualifiers.
+
+    「普通会员金卡等级储物柜…」: a unit on the same tier and level but not on 储物柜 is about something
+    else of that tier, however much of the share the qualifiers make up. Only own terms the
+    knowledge base writes count (a customer's word it never uses cannot be asked of any unit),
+    and no vague one (「直接」).
+    """
+    own = [t for t in question["subject_terms"] if t in subject and not _vague(t)]
+    if any(t in bind.found for t in own):
+        return False
+    return any(vocab is None or any(vocab.document_frequency(a) for a in t.split(ALTERNATIVES) if a) for t in own)
 
 
 _CLAUSE_STOPS = r"，,。；;！!？?\s"

@@ -1017,3 +1017,16 @@ def test_a_word_in_a_column_header_is_no_value_of_the_row():
     assert not judge_unit(q, bare).answers
     priced = _row("会员等级：银卡会员，免费延时：15分钟，超出后：每小时40元", "场地租用", "超时收费")
     assert [f.text for f in judge_unit(q, priced).fillers] == ["40元"]
+
+
+def test_a_unit_carrying_only_the_questions_qualifiers_is_not_bound():
+    # a row on the same tier and level, but on parking, not on the lockers asked about: the
+    # qualifiers make up most of the share, yet none of the question's own terms is there
+    row = "权益项目：免费停车，普通会员：金卡等级每月2次，高级会员：每月4次"
+    texts = [row, "会员等级分为银卡、金卡。"] + [f"储物柜第{i}区按次收费。" for i in range(12)]
+    vocab = build_vocabulary([["会员权益", "等级权益"], ["场馆", "储物柜"]], texts)
+    q = analyze_question("普通会员金卡等级储物柜次数会不会翻倍", vocab=vocab)
+    verdict = judge_unit(q, _row(row, "会员权益", "等级权益"), vocab=vocab)
+    assert not verdict.answers and verdict.reason == "subject not bound"
+    locker = _row("权益项目：储物柜，普通会员：金卡等级每月4次，高级会员：不限次数", "会员权益", "等级权益")
+    assert judge_unit(q, locker, vocab=vocab).reason != "subject not bound"
