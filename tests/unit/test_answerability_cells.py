@@ -1030,3 +1030,12 @@ def test_a_unit_carrying_only_the_questions_qualifiers_is_not_bound():
     assert not verdict.answers and verdict.reason == "subject not bound"
     locker = _row("权益项目：储物柜，普通会员：金卡等级每月4次，高级会员：不限次数", "会员权益", "等级权益")
     assert judge_unit(q, locker, vocab=vocab).reason != "subject not bound"
+
+
+def test_a_price_asked_for_one_hour_is_answered_by_an_hourly_rate():
+    # 「租1个小时得付几块」 asks a rate per hour, as 「1天多少钱」 asks one per day: a price per entry is
+    # no answer, a price per hour is
+    q = analyze_question("羽毛球场租1个小时得付几块")
+    assert q["per"] == "小时"
+    assert not judge_unit(q, _unit("会员打羽毛球免费，非会员单次入场30元。", "场馆", "羽毛球场")).answers
+    assert [f.text for f in judge_unit(q, _unit("羽毛球场按时段收取场地费，每小时60元。", "场馆", "羽毛球场")).fillers] == ["60元"]
