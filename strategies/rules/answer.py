@@ -28,6 +28,7 @@ from knowledge.normalize import normalize_text, tokenize
 from strategies.protocols import AnswerRequest, Draft, Profile
 from strategies.rules.answerability import (
     FAQ_ANSWER_RE,
+    LIST_MARK_RE,
     MIN_SUBJECT_SHARE,
     UNCOVERED_PART,
     AnswerGate,
@@ -62,13 +63,12 @@ QUESTION_FILLERS = ("请问", "你们", "我的", "我", "吗", "呢", "怎么",
                     "可不可以", "一下", "啊", "呀", "吧", "哪些", "如何", "是否", "想问", "知道")
 CANNOT_CONFIRM = "其余内容无法确认，如需进一步核实可以为您转人工客服。"
 MAX_SENTENCES = 3
-_LIST_MARKER_RE = re.compile(r"^(?:[-•]\s*|\*\s+|\d{1,2}[.、)]\s*(?!\d)|[（(]\d{1,2}[)）]\s*)")
 _TERMINATORS = "。！？!?；;，, "
 
 
 def sentence_units(text: str) -> list[str]:
     """Return the answerable units of a chunk: prose sentences and readable table rows."""
-    units = (FAQ_ANSWER_RE.sub("", _LIST_MARKER_RE.sub("", u).strip()) for u in split_units(text))
+    units = (FAQ_ANSWER_RE.sub("", LIST_MARK_RE.sub("", u).strip()) for u in split_units(text))
     return [u for u in units if not u.startswith("#") and len(strip_citations(u)) >= 4
             and not u.endswith(("：", ":"))]
 

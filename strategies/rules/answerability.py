@@ -64,7 +64,8 @@ from strategies.rules.versions import IN_FORCE_OLD, settled_qualifiers, version_
 
 _HAN_RE = re.compile(r"[\u4e00-\u9fff]")
 _SENT_SPLIT_RE = re.compile(r"(?<=[。！？!?；;])|\n+")
-_LIST_MARK_RE = re.compile(r"^\s*(?:[-•]\s*|\*\s+|\d{1,2}[.、)]\s*(?!\d)|[（(]\d{1,2}[)）]\s*)")
+# A list item's marker (「- 」「• 」「* 」「1. 」「(1)」); 「**X**」 at a line's start is bold, not a marker.
+LIST_MARK_RE = re.compile(r"^\s*(?:[-•]\s*|\*\s+|\d{1,2}[.、)]\s*(?!\d)|[（(]\d{1,2}[)）]\s*)")
 _TABLE_SEP_RE = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
 _CITE_RE = re.compile(r"【来源[:：][^】]*】")
 MIN_UNIT_CHARS = 4
@@ -139,7 +140,7 @@ def _split_text(text: str) -> list[tuple[str, bool, str, str]]:
     for i, line in enumerate(lines):
         stripped = line.strip()
         asked = _FAQ_QUESTION_RE.match(stripped)
-        bare = _LIST_MARK_RE.sub("", stripped).strip("* ")
+        bare = LIST_MARK_RE.sub("", stripped).strip("* ")
         if asked or (not stripped.startswith(("#", "|")) and _BARE_QUESTION_RE.match(bare)):
             faq = asked.group(1).strip("* ") if asked else bare
             continue
@@ -162,9 +163,9 @@ def _split_text(text: str) -> list[tuple[str, bool, str, str]]:
         header = []
         if not stripped or stripped.startswith("#"):
             continue
-        label = _ITEM_LABEL_RE.match(_LIST_MARK_RE.sub("", stripped)) if _LIST_MARK_RE.match(stripped) else None
+        label = _ITEM_LABEL_RE.match(LIST_MARK_RE.sub("", stripped)) if LIST_MARK_RE.match(stripped) else None
         for n, piece in enumerate(_SENT_SPLIT_RE.split(stripped)):
-            piece = _LIST_MARK_RE.sub("", _CITE_RE.sub("", piece or "")).strip()
+            piece = LIST_MARK_RE.sub("", _CITE_RE.sub("", piece or "")).strip()
             if len(piece) >= MIN_UNIT_CHARS and not piece.endswith(("：", ":", *_ASKED_PIECE_END)):
                 out.append((piece, False, label.group(1) if label and n else "", faq))
     return out
@@ -713,12 +714,12 @@ def list_lead_in(item: str, chunk_text: str, heading: str = "") -> str:
     if not _states_no_rule(_ASIDE_RE.sub("", _norm(item))):  # a remark or a quoted label is not its rule
         return ""
     lines = chunk_text.splitlines()
-    at = next((i for i, line in enumerate(lines) if item in line and _LIST_MARK_RE.match(line)), None)
+    at = next((i for i, line in enumerate(lines) if item in line and LIST_MARK_RE.match(line)), None)
     if at is None:
         return ""
     for line in reversed(lines[:at]):
         stripped = line.strip()
-        if not stripped or _LIST_MARK_RE.match(stripped):
+        if not stripped or LIST_MARK_RE.match(stripped):
             continue
         if stripped.endswith(("：", ":")) and not stripped.startswith("#"):
             return re.split(r"[。！？!?；;]", stripped.rstrip("：:"))[-1].strip()  # its own sentence only
@@ -734,7 +735,7 @@ def with_list_heading(text: str, headings: Sequence[str]) -> str:
     """
     first = next((line for line in text.splitlines() if line.strip()), "")
     heading = _list_heading(str(headings[-1])) if headings else ""
-    return f"{heading}：\n{text}" if heading and _LIST_MARK_RE.match(first) else text
+    return f"{heading}：\n{text}" if heading and LIST_MARK_RE.match(first) else text
 
 
 def _is_list_item(unit: Unit) -> bool:
@@ -1819,7 +1820,7 @@ def _covered_by_parts(term: str, others: Sequence[str]) -> bool:
 
 
 # A label opening a list item, set off by a colon (「**补办**：」「补办方式：」): what the item is about.
-_LEAD_LABEL_RE = re.compile(r"^\s*(?:\*\*([^*：:]{1,12})\*\*|([^*：:，,。]{1,12}))\s*[：:]")
+_LEAD_LABEL_RE = re.compile(r"^\s*(?:\*\*([^*：:]{1,12})\*\*|([^*：:，,。]{1,12}))\s*(?<!\d)[：:]")  # not 「9:00」
 
 
 def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str],
