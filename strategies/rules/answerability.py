@@ -598,6 +598,21 @@ def _only_excepted(value: str, norm: str) -> bool:
     return bool(starts) and bool(spans) and all(any(a <= i < b for a, b in spans) for i in starts)
 
 
+def _excepted_subject(question: Question, unit: Unit, found: Sequence[str]) -> list[str]:
+    """Return the question's own subject terms that the unit names only as an exception.
+
+    「…10元（会员卡除外）」 states a value for everything but the 会员卡 a question on 会员卡 asks
+    about: the value is not its. A yes-no question is left alone (there the exception is the answer),
+    and so is a term the unit's headings carry (the unit is under its own heading).
+    """
+    if question["slot"] == "yesno":
+        return []
+    body = _norm(unit.text)
+    heading = _norm(" ".join(unit.context))
+    return [f"{t}除外" for t in found if t in question["subject_terms"] and ALTERNATIVES not in t
+            and _only_excepted(t, body) and not _term_present(t, heading)]
+
+
 def qualifier_check(question: Question, unit: Unit,
                     dims: Mapping[str, frozenset[str]] | None = None) -> QualifierCheck:
     """Check the question's qualifiers against a unit, its heading path and its chunk.
@@ -1240,6 +1255,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                                  lapse=lapse)
     quals = qualifier_check(regimes if regimes is not None else _without_domain_values(question, vocab), unit, dims)
     excluded = (_scoped_to(unit, question.get("excluded") or []) or _other_alternative(question, unit)
+                or _excepted_subject(question, unit, bind.found)
                 or _sibling_label(unit, bind.found) or _other_conjunct(unit, bind.found, subject)
                 or _narrower_heading(question, unit, vocab)
                 or _opposite_terms(subject, unit) or _about_document(unit)

@@ -1039,3 +1039,13 @@ def test_a_price_asked_for_one_hour_is_answered_by_an_hourly_rate():
     assert q["per"] == "小时"
     assert not judge_unit(q, _unit("会员打羽毛球免费，非会员单次入场30元。", "场馆", "羽毛球场")).answers
     assert [f.text for f in judge_unit(q, _unit("羽毛球场按时段收取场地费，每小时60元。", "场馆", "羽毛球场")).fillers] == ["60元"]
+
+
+def test_a_value_stated_for_all_but_the_subject_is_not_the_subjects():
+    # 「…10元（婴儿车除外）」 prices everything the question does not ask about
+    q = analyze_question("婴儿车寄存一天收几块")
+    verdict = judge_unit(q, _unit("寄存的物品按件计，一天10元（婴儿车除外）。", "场馆服务", "寄存"))
+    assert not verdict.answers and verdict.qualifiers.conflicts == {"excluded": ["婴儿车除外"]}
+    assert judge_unit(q, _unit("婴儿车寄存按天计，一天5元。", "场馆服务", "寄存")).answers
+    yes_no = analyze_question("婴儿车寄存要收钱吗")  # there the exception is the answer
+    assert "excluded" not in judge_unit(yes_no, _unit("寄存的物品按件计，一天10元（婴儿车除外）。", "场馆服务", "寄存")).qualifiers.conflicts
