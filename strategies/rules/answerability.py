@@ -1114,6 +1114,11 @@ def _says_yes_or_no(norm: str, filler: Filler, subject: Sequence[str] = ()) -> b
     return match is not None and match.end() == filler.end
 
 
+# A span counted by an indefinite 几 (「隔几天」「几个月后」) in a yes-no question: the customer asks
+# whether something still holds after a while, which only a unit stating a span answers.
+_INDEFINITE_SPAN_RE = re.compile(rf"几\s*个?\s*(?:{_TIME_UNIT})")
+
+
 def _quantity_kinds(norm: str) -> set[str]:
     """Return the kinds of quantity ``norm`` states: ``span`` (a time), ``money``, or a measure's family."""
     return {family for family, *_ in _quantities(norm) + _sums(norm) + _spans(norm, advance_only=False)}
@@ -1213,6 +1218,9 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     elif asked == "date" and "几号" in question["norm"]:  # a day of the month, not a duration
         fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
                         for m in _DAY_RE.finditer(_norm(unit.text)))
+    if asked == "yesno" and fillers and _INDEFINITE_SPAN_RE.search(question["norm"]) \
+            and "span" not in _quantity_kinds(_norm(unit.text)):
+        fillers = ()  # 「隔几个月也可以…吗」: whether the act holds after a while is told by a unit stating its span
     if asked == "yesno" and fillers and not _states_asked_act(question["norm"], unit):
         kinds = _quantity_kinds(_norm(question["norm"]))  # 「入会3个月能…吗」: by the least time asked
         norm, objects = _norm(unit.text), question_subject(question)

@@ -1049,3 +1049,11 @@ def test_a_value_stated_for_all_but_the_subject_is_not_the_subjects():
     assert judge_unit(q, _unit("婴儿车寄存按天计，一天5元。", "场馆服务", "寄存")).answers
     yes_no = analyze_question("婴儿车寄存要收钱吗")  # there the exception is the answer
     assert "excluded" not in judge_unit(yes_no, _unit("寄存的物品按件计，一天10元（婴儿车除外）。", "场馆服务", "寄存")).qualifiers.conflicts
+
+
+def test_whether_an_act_holds_after_a_while_is_told_by_a_unit_stating_its_span():
+    # 「隔几个月也可以…吗」 asks whether the act still holds after some months: a plain 「可…」 does not say
+    q = analyze_question("游泳卡停卡以后隔几个月也可以恢复吗")
+    assert q["slot"] == "yesno"
+    assert not judge_unit(q, _unit("游泳卡停卡后可到前台恢复。", "会员卡", "停卡")).answers
+    assert judge_unit(q, _unit("游泳卡停卡起算60日以内，到前台即可恢复。", "会员卡", "停卡")).answers
