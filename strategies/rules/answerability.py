@@ -608,9 +608,13 @@ def _excepted_subject(question: Question, unit: Unit, found: Sequence[str]) -> l
     if question["slot"] == "yesno":
         return []
     body = _norm(unit.text)
-    heading = _norm(" ".join(unit.context))
     return [f"{t}除外" for t in found if t in question["subject_terms"] and ALTERNATIVES not in t
-            and _only_excepted(t, body) and not _term_present(t, heading)]
+            and _excepted_here(t, unit, body)]
+
+
+def _excepted_here(value: str, unit: Unit, body: str) -> bool:
+    """Return True when the unit's text (``body``) names ``value`` only in an exception and its headings do not."""
+    return _only_excepted(value, body) and not _term_present(value, _norm(" ".join(unit.context)))
 
 
 def qualifier_check(question: Question, unit: Unit,
@@ -642,8 +646,7 @@ def qualifier_check(question: Question, unit: Unit,
         if own and not any(_term_present(v, body) for v in values):
             conflicts[kind] = own  # the unit itself names another regime; a title listing all does not help
             continue
-        if hit and question["slot"] != "yesno" and all(_only_excepted(v, body) for v in hit) \
-                and not any(_term_present(v, _norm(" ".join(unit.context))) for v in hit):
+        if hit and question["slot"] != "yesno" and all(_excepted_here(v, unit, body) for v in hit):
             conflicts.setdefault("excepted", []).extend(f"{v}除外" for v in hit)  # 「大陆地区（海南除外）」
             continue
         if hit and kind in ASKED_TOGETHER_KINDS and question["slot"] == "yesno":
@@ -1186,6 +1189,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     """
     asked = slot or question["slot"]
     dims = vocab.dimensions if vocab else {}
+    body = _norm(unit.text)  # the unit's normalised text, read by the checks below
     fillers = tuple(slot_fillers(asked, unit.text))
     if not fillers and unit.row and asked in VALUE_SLOTS:
         fillers = _heading_unit_fillers(asked, unit)
@@ -1198,33 +1202,32 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers = tuple(slot_fillers(asked, unit.context[-1]))  # 「不适用…的商品」 over its items
     if asked == "count" and _CLASSIFIED_COUNT_RE.search(question["norm"]):
         fillers = tuple(f for f in fillers if _COUNT_RE.fullmatch(f.text))
-        fillers += _labelled_counts(_norm(unit.text), question.get("measure", ""))
+        fillers += _labelled_counts(body, question.get("measure", ""))
     elif asked == "count":  # a bare 「多少」: any number answers (a phone number, a threshold) but a time
-        timed = [(m.start(), m.end()) for m in _DURATION_RE.finditer(_norm(unit.text))]
+        timed = [(m.start(), m.end()) for m in _DURATION_RE.finditer(body)]
         fillers = tuple(f for f in fillers if not any(a <= f.start and f.end <= b for a, b in timed))
         fillers += tuple(Filler("count", m.group(0), m.start(), m.end())
-                         for m in _IDENTIFIER_RE.finditer(_norm(unit.text))
+                         for m in _IDENTIFIER_RE.finditer(body)
                          if not any(a <= m.start() < b for a, b in timed))
     if asked == "duration" and _LENGTH_ASKED_RE.search(question["norm"]):  # 「超过多长…」: a length answers too
-        norm = _norm(unit.text)
-        fillers += tuple(Filler("count", norm[a:b], a, b) for family, _, a, b in _quantities(norm) if family == "length")
+        fillers += tuple(Filler("count", body[a:b], a, b) for family, _, a, b in _quantities(body) if family == "length")
     if asked == "person_org" and ORG_ASKED_RE.search(question["norm"]):  # 「哪家」: no 「…用户」
         fillers = tuple(f for f in fillers if not _PERSON_FILLER_RE.search(f.text))
     if asked == "count" and _PHONE_ASKED_RE.search(question["norm"]):  # 「预约电话号码是多少」: a number to dial
-        fillers = tuple(Filler("count", m.group(0), m.start(), m.end()) for m in _PHONE_RE.finditer(_norm(unit.text)))
+        fillers = tuple(Filler("count", m.group(0), m.start(), m.end()) for m in _PHONE_RE.finditer(body))
     if asked == "date" and "几点" in question["norm"]:
         fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
-                        for m in _CLOCK_RE.finditer(_norm(unit.text)))
+                        for m in _CLOCK_RE.finditer(body))
     elif asked == "date" and "几号" in question["norm"]:  # a day of the month, not a duration
         fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
-                        for m in _DAY_RE.finditer(_norm(unit.text)))
+                        for m in _DAY_RE.finditer(body))
     if asked == "yesno" and fillers and _INDEFINITE_SPAN_RE.search(question["norm"]) \
-            and "span" not in _quantity_kinds(_norm(unit.text)):
+            and "span" not in _quantity_kinds(body):
         fillers = ()  # 「隔几个月也可以…吗」: whether the act holds after a while is told by a unit stating its span
     if asked == "yesno" and fillers and not _states_asked_act(question["norm"], unit):
         kinds = _quantity_kinds(_norm(question["norm"]))  # 「入会3个月能…吗」: by the least time asked
-        norm, objects = _norm(unit.text), question_subject(question)
-        fillers = tuple(f for f in fillers if _says_yes_or_no(norm, f, objects)
+        objects = question_subject(question)
+        fillers = tuple(f for f in fillers if _says_yes_or_no(body, f, objects)
                         or (_VALUE_FILLER_RE.fullmatch(f.text) and _quantity_kinds(_norm(f.text)) & kinds))
     if asked == "procedure" and _REACH_ASKED_RE.search(question["norm"]):  # a way or a condition, no value
         fillers = _reach_fillers(unit)
@@ -1235,7 +1238,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     subject = question_subject(question)
     # 「A还是B」: a unit naming one option chooses, so the options' words are no subject it must carry
     options = _choice_options(question["norm"]) if asked == "yesno" else ()
-    chosen = options if any(_term_present(o, _norm(unit.text)) for o in options) else ()
+    chosen = options if any(_term_present(o, body) for o in options) else ()
     subject = [t for t in subject if not any(t in o for o in chosen)]
     weights = weights if weights is not None else subject_weights(subject, vocab)
     lapse = asked in ("duration", "date")  # 「多久过期」: a validity span answers it
@@ -1246,11 +1249,11 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if asked in VALUE_SLOTS and fillers:
         fillers = _aside_scoped(fillers, unit, question)
     if asked == "amount" and fillers and not _THRESHOLD_ASKED_RE.search(question["norm"]):
-        norm = _norm(unit.text)  # 「满N元」 is the condition of a threshold, not what is charged
-        fillers = tuple(f for f in fillers if not _THRESHOLD_BEFORE_RE.search(norm[max(0, f.start - 3):f.start]))
+        # 「满N元」 is the condition of a threshold, not what is charged
+        fillers = tuple(f for f in fillers if not _THRESHOLD_BEFORE_RE.search(body[max(0, f.start - 3):f.start]))
     if asked == "duration" and fillers and not _SPAN_BAR_ASKED_RE.search(question["norm"]):
-        norm = _norm(unit.text)  # 「驾龄须满3年」 is a bar to reach, not how long something lasts or takes
-        fillers = tuple(f for f in fillers if not _is_bar_span(norm, f))
+        # 「驾龄须满3年」 is a bar to reach, not how long something lasts or takes
+        fillers = tuple(f for f in fillers if not _is_bar_span(body, f))
     if asked in VALUE_SLOTS and fillers and unit.row:
         fillers = _cell_fillers(fillers, unit, subject, str(question.get("measure", "")))
     if asked == "duration" and fillers:
