@@ -395,6 +395,8 @@ _DIGIT_SPACE_RE = re.compile(r"(?<=\d)\s+(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff]
 def _term_present(term: str, text: str) -> bool:
     if ALTERNATIVES in term:
         return any(_term_present(t, text) for t in term.split(ALTERNATIVES) if t)
+    if len(term) == 1 and _LATIN_TERM_RE.fullmatch(term):  # a code letter (「k舱」) stands alone: 「K、L、Q」, not 「Wi-Fi」
+        return re.search(rf"(?<![a-z]){term}(?![a-z])", text) is not None
     if _LATIN_TERM_RE.fullmatch(term):  # 「wifi」 is 「Wi-Fi」, 「ipad」 「iPad」
         return term.replace("-", "") in _LATIN_GLUE_RE.sub("", text)
     if len(term) == 1 and _HAN_RE.match(term):

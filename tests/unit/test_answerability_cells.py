@@ -1057,3 +1057,26 @@ def test_whether_an_act_holds_after_a_while_is_told_by_a_unit_stating_its_span()
     assert q["slot"] == "yesno"
     assert not judge_unit(q, _unit("游泳卡停卡后可到前台恢复。", "会员卡", "停卡")).answers
     assert judge_unit(q, _unit("游泳卡停卡起算60日以内，到前台即可恢复。", "会员卡", "停卡")).answers
+
+
+def test_a_lone_letter_code_is_a_term_found_where_the_text_writes_it_alone():
+    # 「C区」 names one zone of a series: the letter is a term, carried by a row that lists it
+    # among others (「A、C」), not by a row of other zones nor by a Latin word that holds the letter
+    texts = ["区域：A、B，柜型：小柜，月租金：50元", "区域：C、D，柜型：大柜，月租金：80元",
+             "储物柜按月租用，到期前须续租。", "储物柜钥匙遗失须赔偿。", "储物柜不得存放易燃物品。",
+             "储物柜租用须出示会员卡。", "储物柜每晚清场。"]
+    vocab = build_vocabulary([["储物柜", "租金"], ["储物柜", "规则"]], [t.lower() for t in texts])
+    q = analyze_question("储物柜C区一个月租金多少", vocab=vocab)
+    assert "c" in q["subject_terms"]
+    assert "g" not in analyze_question("流量包一个G多少钱")["subject_terms"]  # a unit after a number, no code
+    assert _term_present("c", "区域：c、d") and not _term_present("c", "etc卡")
+    assert judge_unit(q, _row(texts[0], "储物柜", "租金"), vocab=vocab).reason == "subject not bound"
+    verdict = judge_unit(q, _row(texts[1], "储物柜", "租金"), vocab=vocab)
+    assert verdict.answers and "80元" in [f.text for f in verdict.fillers]
+
+
+def test_codes_asked_together_are_bound_by_a_unit_naming_either():
+    # 「A区和C区分别…」 asks of two zones at once: each zone's row answers its part
+    q = analyze_question("储物柜A区和C区的月租金分别多少")
+    assert "a|c" in q["subject_terms"]
+    assert judge_unit(q, _row("区域：A、B，柜型：小柜，月租金：50元", "储物柜", "租金")).answers
