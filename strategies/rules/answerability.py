@@ -1291,7 +1291,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         reason = "no limit stated"  # 「…设不设上限」 is answered only by a unit that speaks of a limit
     elif not fillers:
         reason = f"no {asked} filler"
-    elif not bind.bound or _only_qualifiers_bound(question, subject, bind, vocab):
+    elif not bind.bound or _only_qualifiers_bound(question, subject, bind, vocab) \
+            or _condition_missing(question, subject, bind, vocab):
         reason = "subject not bound"
     elif not quals.ok:
         reason = "qualifier conflict" if quals.conflicts else "qualifier absent"
@@ -1311,6 +1312,24 @@ def _only_qualifiers_bound(question: Question, subject: Sequence[str], bind: Bin
     if any(t in bind.found for t in own):
         return False
     return any(vocab is None or any(vocab.document_frequency(a) for a in t.split(ALTERNATIVES) if a) for t in own)
+
+
+# 「降级以后…」「退卡之后…」: the event the question's rule hangs on; a rule under another event is another's.
+_EVENT_AFTER = r"了?(?:以后|之后|后)(?![台门面续来期])"
+# Reaching or passing a limit (「超出以后」「用完后」) is a quantity, written as 「超…部分」「套餐外」: no event.
+_LIMIT_REACHED_RE = re.compile(r"超|达到|用完|用光")
+
+
+def _condition_missing(question: Question, subject: Sequence[str], bind: Binding, vocab: Vocabulary | None) -> bool:
+    """Return True when the unit misses the event the question sets as its condition (「X以后」).
+
+    Only an event the knowledge base writes counts (a customer's word it never uses cannot be asked of any unit).
+    """
+    norm = question["norm"]
+    events = [t for t in subject if ALTERNATIVES not in t and len(t) >= 2 and not _LIMIT_REACHED_RE.match(t)
+              and re.search(re.escape(t) + _EVENT_AFTER, norm)
+              and (vocab is None or vocab.document_frequency(t))]
+    return bool(events) and not any(t in bind.found for t in events)
 
 
 _CLAUSE_STOPS = r"，,。；;！!？?\s"

@@ -1080,3 +1080,15 @@ def test_codes_asked_together_are_bound_by_a_unit_naming_either():
     q = analyze_question("储物柜A区和C区的月租金分别多少")
     assert "a|c" in q["subject_terms"]
     assert judge_unit(q, _row("区域：A、B，柜型：小柜，月租金：50元", "储物柜", "租金")).answers
+
+
+def test_a_rule_under_another_event_does_not_answer_what_follows_the_asked_one():
+    # 「冻结以后…会不会清零」 hangs on the card being frozen: a unit clearing the balance after the
+    # card is closed states another event's rule, however many of the other words it shares
+    q = analyze_question("会员卡冻结以后，储值余额会不会清零")
+    closed = judge_unit(q, _unit("会员卡注销后，储值余额全部清零，不可恢复。", "会员卡", "储值"))
+    assert not closed.answers and closed.reason == "subject not bound"
+    assert judge_unit(q, _unit("会员卡冻结后储值余额保留，解冻后可继续使用，不会清零。", "会员卡", "储值")).answers
+    # passing a limit (「超出以后」) is a quantity the rule writes as 「超出部分」 or a rate, not an event
+    over = analyze_question("团课次数超出以后每节多少钱")
+    assert judge_unit(over, _unit("每月团课次数为8节，额外的团课每节收20元。", "会员权益", "团课")).answers
