@@ -1092,3 +1092,12 @@ def test_a_rule_under_another_event_does_not_answer_what_follows_the_asked_one()
     # passing a limit (「超出以后」) is a quantity the rule writes as 「超出部分」 or a rate, not an event
     over = analyze_question("团课次数超出以后每节多少钱")
     assert judge_unit(over, _unit("每月团课次数为8节，额外的团课每节收20元。", "会员权益", "团课")).answers
+
+
+def test_a_lead_time_answers_only_a_question_on_how_early():
+    # 「开课前2小时」 says how early a booking closes, not how long anything takes
+    how_long = analyze_question("游泳课一节要上多长时间")
+    lead = _unit("游泳课须在开课前2小时预约，一节课的时长另见课表。", "课程", "游泳课")
+    assert not judge_unit(how_long, lead).answers
+    assert judge_unit(how_long, _unit("游泳课一节的时长为60分钟。", "课程", "游泳课")).answers
+    assert judge_unit(analyze_question("游泳课要提前多久预约"), lead).answers
