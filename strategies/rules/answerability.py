@@ -1237,6 +1237,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers = tuple(f for f in fillers if not _RATE_FILLER_RE.search(f.text))
     if fillers and question.get("per"):
         fillers = _rated(fillers, unit, str(question.get("per")))
+    if asked == "amount" and fillers and _measure_absent(question, unit):
+        fillers = ()  # 「走10公里要几块钱」: a price that never speaks of distance is not the price of that distance
     subject = question_subject(question)
     # 「A还是B」: a unit naming one option chooses, so the options' words are no subject it must carry
     options = _choice_options(question["norm"]) if asked == "yesno" else ()
@@ -1510,6 +1512,24 @@ _MONEY_SCALE = {"万元": 1e4, "万": 1e4, "元": 1.0, "块": 1.0}
 
 def _sums(norm: str) -> list[tuple[str, float, int, int]]:
     return [("money", float(m.group(1)) * _MONEY_SCALE[m.group(2)], m.start(), m.end()) for m in _MONEY_RE.finditer(norm)]
+
+
+_PRICED_FAMILIES = frozenset({"length", "weight", "volume", "data", "energy"})
+
+
+def _measure_absent(question: Question, unit: Unit) -> bool:
+    """Return True when the question prices a stated measure (「25公斤」) and the unit never speaks of that measure.
+
+    The unit's text and headings must state a quantity of the same family or name one of its units
+    (「每公斤」「按公里计」); a flat price elsewhere is the price of something else.
+    """
+    asked = {family for family, *_ in _quantities(_norm(question["norm"]))} & _PRICED_FAMILIES
+    if not asked:
+        return False
+    text = _norm(" ".join([unit.text, *unit.context]))
+    stated = {family for family, *_ in _quantities(text)}
+    stated |= {family for word, (family, _) in _QUANTITY_SCALE.items() if _HAN_RE.search(word) and word in text}
+    return not asked & stated
 
 
 def _found(norm: str) -> list[tuple[str, float, int, int]]:

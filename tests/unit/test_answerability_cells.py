@@ -1101,3 +1101,20 @@ def test_a_lead_time_answers_only_a_question_on_how_early():
     assert not judge_unit(how_long, lead).answers
     assert judge_unit(how_long, _unit("游泳课一节的时长为60分钟。", "课程", "游泳课")).answers
     assert judge_unit(analyze_question("游泳课要提前多久预约"), lead).answers
+
+
+def test_the_dearest_price_is_an_upper_bound_answered_by_a_number():
+    # 「最贵多少钱」 asks the highest price: 「按原价收费」 names no sum, 「最高80元」 does
+    q = analyze_question("储物柜最贵多少钱一个月")
+    assert q["bound"] == "max" and "最贵" not in q["subject_terms"]
+    assert analyze_question("储物柜最便宜的多少钱")["bound"] == "min"
+    assert not judge_unit(q, _unit("储物柜按原价收取月租金。", "储物柜", "租金")).answers
+    assert judge_unit(q, _unit("储物柜月租金最高80元。", "储物柜", "租金")).answers
+
+
+def test_a_price_for_a_stated_measure_comes_from_a_unit_speaking_of_that_measure():
+    # 「走5公里…几块钱」 prices a distance: a sum that never speaks of distance (a top-up amount)
+    # is the price of something else; a unit pricing by the kilometre is the one
+    q = analyze_question("园区电瓶车坐5公里要几块钱")
+    assert not judge_unit(q, _unit("园区电瓶车卡单次充值金额为10–500元。", "电瓶车", "充值")).answers
+    assert judge_unit(q, _unit("园区电瓶车按里程计价，每公里2元。", "电瓶车", "票价")).answers
