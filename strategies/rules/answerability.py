@@ -1238,7 +1238,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if fillers and question.get("per"):
         fillers = _rated(fillers, unit, str(question.get("per")))
     if asked == "amount" and fillers and _measure_absent(question, unit):
-        fillers = ()  # 「走10公里要几块钱」: a price that never speaks of distance is not the price of that distance
+        fillers = ()  # 「骑8公里得付几块」: a price that never speaks of distance is not the price of that distance
     subject = question_subject(question)
     # 「A还是B」: a unit naming one option chooses, so the options' words are no subject it must carry
     options = _choice_options(question["norm"]) if asked == "yesno" else ()
@@ -1259,7 +1259,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         # 「驾龄须满3年」 is a bar to reach, not how long something lasts or takes
         fillers = tuple(f for f in fillers if not _is_bar_span(body, f))
     if asked == "duration" and fillers and not _LEAD_ASKED_RE.search(question["norm"]):
-        # 「起飞前3小时」 says how early something must be done, not how long something takes
+        # 「开场前4小时」 says how early something must be done, not how long something takes
         fillers = tuple(f for f in fillers if not _LEAD_BEFORE_RE.search(body[max(0, f.start - 3):f.start]))
     if asked in VALUE_SLOTS and fillers and unit.row:
         fillers = _cell_fillers(fillers, unit, subject, str(question.get("measure", "")))
@@ -1926,9 +1926,9 @@ _BAR_SPAN_AFTER_RE = re.compile(r"\s*(?:后|以后|之后|时|起|即|的)")
 _SPAN_BAR_ASKED_RE = re.compile(r"满|至少|最少|最低|门槛|才(?:能|可以?|行|算|有)|以上|够不够|够了?吗")
 
 
-# A span after an event's 「前」 (「开课前2小时」「提前3天」) is a lead time: how early, asked only with
+# A span after an event's 「前」 (「开场前4小时」「提早5天」) is a lead time: how early, asked only with
 # 「前」 or a deadline word. 「前3个月」 after 的 or a stop is the first months, no lead time.
-_LEAD_BEFORE_RE = re.compile(r"(?:(?<=[\u4e00-\u9fff])(?<![的首最头和与])前|提前)\s*$")
+_LEAD_BEFORE_RE = re.compile(r"(?:(?<=[\u4e00-\u9fff])(?<![的首最头和与])前|提[前早])\s*$")
 _LEAD_ASKED_RE = re.compile(r"前|最晚|最迟|截止|提早|预约")
 
 

@@ -889,7 +889,7 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
         if len(word) >= 2 and not word.isdigit() or flag == "n" or _is_code_letter(norm, word):
             subject.append(word)
     codes = [t for t in dict.fromkeys(subject) if _is_code_letter(norm, t)]
-    if len(codes) > 1:  # 「A类和B类」: codes of one series asked together; a unit naming either speaks of one
+    if len(codes) > 1:  # 「C区和D区」: codes of one series asked together; a unit naming either speaks of one
         subject = [ALTERNATIVES.join(codes) if t == codes[0] else t for t in subject if t not in codes[1:]]
     return tokens, list(dict.fromkeys(subject))
 

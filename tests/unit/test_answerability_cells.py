@@ -1068,7 +1068,7 @@ def test_a_lone_letter_code_is_a_term_found_where_the_text_writes_it_alone():
     vocab = build_vocabulary([["储物柜", "租金"], ["储物柜", "规则"]], [t.lower() for t in texts])
     q = analyze_question("储物柜C区一个月租金多少", vocab=vocab)
     assert "c" in q["subject_terms"]
-    assert "g" not in analyze_question("流量包一个G多少钱")["subject_terms"]  # a unit after a number, no code
+    assert "g" not in analyze_question("云盘扩容一个G收几块")["subject_terms"]  # a unit after a number, no code
     assert _term_present("c", "区域：c、d") and not _term_present("c", "etc卡")
     assert judge_unit(q, _row(texts[0], "储物柜", "租金"), vocab=vocab).reason == "subject not bound"
     verdict = judge_unit(q, _row(texts[1], "储物柜", "租金"), vocab=vocab)
@@ -1083,29 +1083,29 @@ def test_codes_asked_together_are_bound_by_a_unit_naming_either():
 
 
 def test_a_rule_under_another_event_does_not_answer_what_follows_the_asked_one():
-    # 「冻结以后…会不会清零」 hangs on the card being frozen: a unit clearing the balance after the
+    # 「冻结以后…是否作废」 hangs on the card being frozen: a unit clearing the balance after the
     # card is closed states another event's rule, however many of the other words it shares
-    q = analyze_question("会员卡冻结以后，储值余额会不会清零")
-    closed = judge_unit(q, _unit("会员卡注销后，储值余额全部清零，不可恢复。", "会员卡", "储值"))
+    q = analyze_question("会员卡冻结以后，储值余额是否作废")
+    closed = judge_unit(q, _unit("会员卡注销后，储值余额一律作废，无法找回。", "会员卡", "储值"))
     assert not closed.answers and closed.reason == "subject not bound"
-    assert judge_unit(q, _unit("会员卡冻结后储值余额保留，解冻后可继续使用，不会清零。", "会员卡", "储值")).answers
-    # passing a limit (「超出以后」) is a quantity the rule writes as 「超出部分」 or a rate, not an event
-    over = analyze_question("团课次数超出以后每节多少钱")
+    assert judge_unit(q, _unit("会员卡冻结后储值余额保留，不予作废。", "会员卡", "储值")).answers
+    # passing a limit (「超出以后」) is a quantity the rule writes as 「超额部分」 or a rate, not an event
+    over = analyze_question("团课次数超出了以后每节收几块")
     assert judge_unit(over, _unit("每月团课次数为8节，额外的团课每节收20元。", "会员权益", "团课")).answers
 
 
 def test_a_lead_time_answers_only_a_question_on_how_early():
-    # 「开课前2小时」 says how early a booking closes, not how long anything takes
+    # 「开场前4小时」 says how early a booking closes, not how long anything takes
     how_long = analyze_question("游泳课一节要上多长时间")
-    lead = _unit("游泳课须在开课前2小时预约，一节课的时长另见课表。", "课程", "游泳课")
+    lead = _unit("游泳课须在开场前4小时登记，单节时长另见课表。", "课程", "游泳课")
     assert not judge_unit(how_long, lead).answers
-    assert judge_unit(how_long, _unit("游泳课一节的时长为60分钟。", "课程", "游泳课")).answers
-    assert judge_unit(analyze_question("游泳课要提前多久预约"), lead).answers
+    assert judge_unit(how_long, _unit("游泳课单节时长为55分钟。", "课程", "游泳课")).answers
+    assert judge_unit(analyze_question("游泳课需提早多长时间登记"), lead).answers
 
 
 def test_the_dearest_price_is_an_upper_bound_answered_by_a_number():
-    # 「最贵多少钱」 asks the highest price: 「按原价收费」 names no sum, 「最高80元」 does
-    q = analyze_question("储物柜最贵多少钱一个月")
+    # 「最贵要付几块」 asks the highest price: 「按原价收费」 names no sum, 「最高80元」 does
+    q = analyze_question("储物柜最贵要付几块一个月")
     assert q["bound"] == "max" and "最贵" not in q["subject_terms"]
     assert analyze_question("储物柜最便宜的多少钱")["bound"] == "min"
     assert not judge_unit(q, _unit("储物柜按原价收取月租金。", "储物柜", "租金")).answers
@@ -1113,8 +1113,8 @@ def test_the_dearest_price_is_an_upper_bound_answered_by_a_number():
 
 
 def test_a_price_for_a_stated_measure_comes_from_a_unit_speaking_of_that_measure():
-    # 「走5公里…几块钱」 prices a distance: a sum that never speaks of distance (a top-up amount)
+    # 「跑5公里…收几块」 prices a distance: a sum that never speaks of distance (a top-up amount)
     # is the price of something else; a unit pricing by the kilometre is the one
-    q = analyze_question("园区电瓶车坐5公里要几块钱")
-    assert not judge_unit(q, _unit("园区电瓶车卡单次充值金额为10–500元。", "电瓶车", "充值")).answers
-    assert judge_unit(q, _unit("园区电瓶车按里程计价，每公里2元。", "电瓶车", "票价")).answers
+    q = analyze_question("园区电瓶车跑5公里收几块")
+    assert not judge_unit(q, _unit("园区电瓶车卡每回充值可选20或40元。", "电瓶车", "充值")).answers
+    assert judge_unit(q, _unit("园区电瓶车按里程计价，每公里收3元。", "电瓶车", "票价")).answers
