@@ -874,8 +874,9 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
     dropped: 「年卡会不会续费」 as 「年卡续费」), so its negated copy (「不会」) never becomes a term.
     """
     norm = _A_NOT_A_RE.sub(lambda m: "" if m.group(1) in _FORM_OF_A_NOT_A else m.group(1), norm)
+    codes = _code_letters(norm)
     pairs = [(w, f) for w, f in _words(norm) if (_HAN_RE.search(w) or re.search(r"[a-z0-9]", w))
-             and (w not in _FORM_WORDS or _is_code_letter(norm, w)) and not _COUNT_WORD_RE.match(w)]
+             and (w not in _FORM_WORDS or w in codes) and not _COUNT_WORD_RE.match(w)]
     tokens = [w for w, _ in pairs]
     qual_values = {v for vals in quals.values() for v in vals}
     subject = []
@@ -886,11 +887,11 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
             continue
         if _is_function(flag) or word in _BOUND_WORDS or word in _ASKED_FORM_WORDS:
             continue
-        if len(word) >= 2 and not word.isdigit() or flag == "n" or _is_code_letter(norm, word):
+        if len(word) >= 2 and not word.isdigit() or flag == "n" or word in codes:
             subject.append(word)
-    codes = [t for t in dict.fromkeys(subject) if _is_code_letter(norm, t)]
-    if len(codes) > 1:  # 「C区和D区」: codes of one series asked together; a unit naming either speaks of one
-        subject = [ALTERNATIVES.join(codes) if t == codes[0] else t for t in subject if t not in codes[1:]]
+    asked = [t for t in dict.fromkeys(subject) if t in codes]
+    if len(asked) > 1:  # 「C区和D区」: codes of one series asked together; a unit naming either speaks of one
+        subject = [ALTERNATIVES.join(asked) if t == asked[0] else t for t in subject if t not in asked[1:]]
     return tokens, list(dict.fromkeys(subject))
 
 
@@ -899,10 +900,10 @@ def _subject_terms(norm: str, quals: dict[str, list[str]]) -> tuple[list[str], l
 _CODE_LETTER_RE = re.compile(r"(?<![a-z0-9一二两三四五六七八九十几个])[a-z](?![a-z0-9])")
 
 
-def _is_code_letter(norm: str, word: str) -> bool:
-    """Return True when ``word`` is a lone Latin letter the question uses as a code (「k舱」)."""
-    return len(word) == 1 and any(_HAN_RE.match(norm[m.end():m.end() + 1]) or _HAN_RE.match(norm[m.start() - 1:m.start()])
-                                  for m in _CODE_LETTER_RE.finditer(norm) if m.group(0) == word)
+def _code_letters(norm: str) -> frozenset[str]:
+    """Return the lone Latin letters ``norm`` uses as codes (「c区」: a Chinese word beside the letter)."""
+    return frozenset(m.group(0) for m in _CODE_LETTER_RE.finditer(norm)
+                     if _HAN_RE.match(norm[m.end():m.end() + 1]) or _HAN_RE.match(norm[max(0, m.start() - 1):m.start()]))
 
 
 # Grammatical characters a segmenter glues to a neighbour (modal verbs, adverbs, prepositions,
