@@ -1252,6 +1252,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
                                 scopes=[v for vals in (question.get("qualifiers") or {}).values() for v in vals])
     if asked in VALUE_SLOTS and fillers:
         fillers = _aside_scoped(fillers, unit, question)
+    if asked in VALUE_SLOTS and fillers and not unit.row:
+        fillers = _not_owned_by_other(fillers, body, question)
     if asked == "amount" and fillers and not _THRESHOLD_ASKED_RE.search(question["norm"]):
         # 「满N元」 is the condition of a threshold, not what is charged
         fillers = tuple(f for f in fillers if not _THRESHOLD_BEFORE_RE.search(body[max(0, f.start - 3):f.start]))
@@ -1914,6 +1916,32 @@ def bound_fillers(fillers: Sequence[Filler], unit: Unit, found: Sequence[str],
         return tuple(fillers)  # 「**借书证补办**：…」: a labelled item is about its label, as under a heading
     return tuple(f for f in fillers if any(_term_present(t, _clause_of(norm, f)) for t in found)
                  or any(_term_present(t, _topic_before(norm, f)) for t in found))
+
+
+# 「A的B为V」: the value is B's. Words naming only the kind of value (「价格」「期限」) own nothing.
+_OWNED_VALUE_RE = re.compile(r"的([\u4e00-\u9fff]{2,6})(?:为|是|[：:])\s*$")
+_VALUE_KIND_WORDS = frozenset("价格 费用 收费 金额 价钱 费率 单价 标准 时长 期限 时间 时效 额度 上限 下限 数量 次数 比例 折扣"
+                              .split())
+
+
+def _not_owned_by_other(fillers: Sequence[Filler], body: str, question: Question) -> tuple[Filler, ...]:
+    """Drop the values the unit states as another thing's (「X的<别的项目>为N元」).
+
+    「…的尊享套餐为N元/天」 prices that package, not what the question names: a value right after
+    「的B为」 belongs to B unless B shares a character with the question (「租金」 for 「租…」) or only
+    names the kind of value.
+    """
+    norm = _norm(question["norm"])
+    terms = [t for t in question["subject_terms"] if len(t) >= 2]
+    keep = []
+    for f in fillers:
+        owned = _OWNED_VALUE_RE.search(body[max(0, f.start - 12):f.start])
+        owner = owned.group(1) if owned else ""
+        if owner and owner not in _VALUE_KIND_WORDS and not any(ch in norm for ch in owner) \
+                and not any(t in owner or owner in t for t in terms) and not _vague(owner):
+            continue
+        keep.append(f)
+    return tuple(keep)
 
 
 # A sum after 「满」 (or below which something holds: 「低于」「少于」「不足」) is the condition of a threshold;

@@ -1118,3 +1118,11 @@ def test_a_price_for_a_stated_measure_comes_from_a_unit_speaking_of_that_measure
     q = analyze_question("园区电瓶车跑5公里收几块")
     assert not judge_unit(q, _unit("园区电瓶车卡每回充值可选20或40元。", "电瓶车", "充值")).answers
     assert judge_unit(q, _unit("园区电瓶车按里程计价，每公里收3元。", "电瓶车", "票价")).answers
+
+
+def test_a_value_stated_as_another_items_is_not_the_asked_ones():
+    # 「私教课的器械租用为30元/节」 prices the equipment; a value after 「的B为」 is B's unless B
+    # shares a character with the question (「课时费」 for 「私教课…」)
+    q = analyze_question("私教课每节收几块")
+    assert not judge_unit(q, _unit("私教课的器械租用为30元/节，另行结算。", "课程", "私教")).answers
+    assert judge_unit(q, _unit("私教课的课时费为260元/节。", "课程", "私教")).answers
