@@ -1299,7 +1299,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     elif not fillers:
         reason = f"no {asked} filler"
     elif not bind.bound or _only_qualifiers_bound(question, subject, bind, vocab) \
-            or _condition_missing(question, subject, bind, vocab):
+            or (asked == "yesno" and _condition_missing(question, subject, bind, vocab)):
         reason = "subject not bound"
     elif not quals.ok:
         reason = "qualifier conflict" if quals.conflicts else "qualifier absent"
@@ -1328,9 +1328,11 @@ _LIMIT_REACHED_RE = re.compile(r"超|达到|用完|用光")
 
 
 def _condition_missing(question: Question, subject: Sequence[str], bind: Binding, vocab: Vocabulary | None) -> bool:
-    """Return True when the unit misses the event the question sets as its condition (「X以后」).
+    """Return True when the unit misses the event a yes-no question sets as its condition (「X以后…吗」).
 
     Only an event the knowledge base writes counts (a customer's word it never uses cannot be asked of any unit).
+    In a question on a time (「X后多久…」) X is where the span starts, which a rule often leaves implicit or
+    words as its own noun (an order for the act of ordering), so the caller asks this of yes-no questions only.
     """
     norm = question["norm"]
     events = [t for t in subject if ALTERNATIVES not in t and len(t) >= 2 and not _LIMIT_REACHED_RE.match(t)
