@@ -1211,11 +1211,12 @@ def kb_synonyms(terms: Sequence[str], vocab: Vocabulary | None, embedder: Any) -
 
 # --------------------------------------------------------------------------- what the slot binds to
 
-_MAX_RE = re.compile(r"最多|最高|最大|最长|最晚|最迟|最贵|上限|封顶|至多|不超过|\bmax(?:imum)?\b|\bat most\b")
-_MIN_RE = re.compile(r"最少|最低|最小|最短|最早|最便宜|至少|下限|起步|\bmin(?:imum)?\b|\bat least\b")
+_MAX_WORDS = ("最多", "最高", "最大", "最长", "最晚", "最迟", "最贵", "上限", "封顶", "至多", "不超过")
+_MIN_WORDS = ("最少", "最低", "最小", "最短", "最早", "最便宜", "至少", "下限", "起步")
+_MAX_RE = re.compile("|".join(_MAX_WORDS) + r"|\bmax(?:imum)?\b|\bat most\b")
+_MIN_RE = re.compile("|".join(_MIN_WORDS) + r"|\bmin(?:imum)?\b|\bat least\b")
 # Bound words and measure words are part of the form, never an anchor.
-_BOUND_WORDS = frozenset("最多 最高 最大 最长 最晚 最迟 最贵 上限 封顶 至多 不超过 最少 最低 最小 最短 最早 最便宜 至少 下限 起步"
-                         .split())
+_BOUND_WORDS = frozenset(_MAX_WORDS + _MIN_WORDS)
 # The bounds jieba leaves as two single characters (最|多, 至|少): a run of single characters breaks at them.
 _RUN_BREAK_RE = re.compile("|".join(sorted(w for w in _BOUND_WORDS if w[0] in "最至")))
 _REACHED_BOUND_RE = re.compile(r"(?:最多|最高|最大|上限|封顶|最少|最低|下限)(?:以后|之后|后)")
