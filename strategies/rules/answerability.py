@@ -256,8 +256,10 @@ _PROCEDURE_RE = re.compile(
     r"|寄回|寄出|预约|办理|按照|通过")
 # What a bare 「…是多少」 may ask for: a number, or an address written out (e-mail, web address).
 _IDENTIFIER_RE = re.compile(r"[A-Za-z0-9._+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|(?:https?://|www\.)[^\s，。；]+|\d[\d\-.%:/]*")
-_PHONE_ASKED_RE = re.compile(r"(?:电话|热线|号码|手机号|座机)(?:号码?)?(?:是)?(?:多少|几号)")
-_PHONE_RE = re.compile(r"(?<![\d-])(?:\d{3,4}-\d{3,4}(?:-\d{3,4})?|1[3-9]\d{9}|[48]00\d{7}|9\d{4})(?![\d-]|\s*[元万%])")
+_PHONE_ASKED_RE = re.compile(r"(?:电话|热线|号码|手机号|座机)(?:号码?)?(?:是)?(?:多少|几号)"
+                             r"|(?:哪个|哪一个|什么|啥)[\u4e00-\u9fff]{0,2}?(?:电话|热线)")
+_PHONE_WORD_RE = re.compile(r"(?:联系|热线)?电话|热线|(?:电话|手机)?号码|手机号|座机")  # a word naming a number to dial
+_PHONE_RE = re.compile(r"(?<![\d-])(?:\+\d{1,3}(?:-\d{1,4}){2,4}|\d{3,4}-\d{3,8}(?:-\d{3,4})?|1[3-9]\d{9}|[48]00\d{7}|9\d{4})(?![\d-]|\s*[元万%])")
 _MONEY_ASKED_RE = re.compile(r"多少钱|几块|几元|多少元|多少块")
 _RATE_FILLER_RE = re.compile(r"[%折倍]$|分之")
 _CLASSIFIED_COUNT_RE = re.compile(rf"(?:几|多少)\s*{_CLASSIFIER}")
@@ -1215,7 +1217,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers += tuple(Filler("count", body[a:b], a, b) for family, _, a, b in _quantities(body) if family == "length")
     if asked == "person_org" and ORG_ASKED_RE.search(question["norm"]):  # 「哪家」: no 「…用户」
         fillers = tuple(f for f in fillers if not _PERSON_FILLER_RE.search(f.text))
-    if asked == "count" and _PHONE_ASKED_RE.search(question["norm"]):  # 「预约电话号码是多少」: a number to dial
+    if asked in ("count", "none") and _PHONE_ASKED_RE.search(question["norm"]):  # 「预约电话号码是多少」: a number to dial
         fillers = tuple(Filler("count", m.group(0), m.start(), m.end()) for m in _PHONE_RE.finditer(body))
     if asked == "date" and "几点" in question["norm"]:
         fillers = tuple(Filler("date", m.group(0), m.start(), m.end())
@@ -2180,6 +2182,8 @@ def _anchored(unit: Unit, anchors: Sequence[str], *, lapse: bool = False) -> boo
         return True
     if lapse and any(_LAPSE_RE.fullmatch(a) for a in anchors) and _VALIDITY_RE.search(body):
         return True
+    if any(_PHONE_WORD_RE.fullmatch(a) for a in anchors) and _PHONE_RE.search(body):
+        return True
     return any(_CHARGE_ANCHOR_RE.fullmatch(a) for a in anchors) and _states_charge(unit)
 
 
@@ -2213,6 +2217,8 @@ def _kind_stated(term: str, unit: Unit, *, lapse: bool = False) -> bool:
         return bool(_CONDITION_RE.search(body) or _BOUND_CELL_RE.search(body))
     if lapse and any(_LAPSE_RE.fullmatch(t) for t in parts):
         return bool(_VALIDITY_RE.search(body))
+    if any(_PHONE_WORD_RE.fullmatch(t) for t in parts):
+        return bool(_PHONE_RE.search(body))
     return False
 
 

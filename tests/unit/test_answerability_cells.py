@@ -1126,3 +1126,16 @@ def test_a_value_stated_as_another_items_is_not_the_asked_ones():
     q = analyze_question("私教课每节收几块")
     assert not judge_unit(q, _unit("私教课的器械租用为30元/节，另行结算。", "课程", "私教")).answers
     assert judge_unit(q, _unit("私教课的课时费为260元/节。", "课程", "私教")).answers
+
+
+def test_a_number_to_dial_carries_the_word_for_it():
+    # 「该拨哪一个电话」 asks for a number to dial: a unit giving 「服务专线 0571-87357735」 answers it
+    # though it says 专线, not 电话; one giving no number (only hours) does not
+    q = analyze_question("游泳馆储物柜钥匙遗失该拨哪一个电话")
+    line = _unit("储物柜钥匙遗失请拨打前台服务专线0571-87357735。", "游泳馆", "储物柜")
+    verdict = judge_unit(q, line)
+    assert verdict.answers and [f.text for f in verdict.fillers] == ["0571-87357735"]
+    assert not judge_unit(q, _unit("储物柜钥匙遗失请到前台登记，前台开放至傍晚。", "游泳馆", "储物柜")).answers
+    abroad = judge_unit(analyze_question("身在国外游泳卡遗失该拨哪一个热线"),
+                        _unit("游泳卡在国外遗失可拨打+86-21-5262-0419挂失。", "游泳卡", "挂失"))
+    assert "+86-21-5262-0419" in [f.text for f in abroad.fillers]
