@@ -118,7 +118,8 @@ _VERSION_RE = re.compile(
     r"|\bv\d+(?:\.\d+)*\b|\d{4}年?版")
 _PERIOD_RE = re.compile(
     r"双\d{1,2}|\d{1,2}\.\d{1,2}"
-    r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]|\d{1,2}月份|周末|工作日|节假日|大促")
+    r"|\d{4}年\d{1,2}月(?:\d{1,2}[日号]|[上中下]旬|[初底末])?|\d{1,2}月(?:\d{1,2}[日号]|[上中下]旬|[初底末])|\d{1,2}月份"
+    r"|周末|工作日|节假日|大促")
 _FESTIVAL_AFTER = frozenset({"前", "后", "期间"})
 _NUMERAL_CHARS = frozenset("一二两三四五六七八九十几每第")  # 「三节」「第一节」 count lessons, not festivals
 _LATIN_WORD_RE = re.compile(r"[a-z][a-z0-9+.]*")

@@ -318,6 +318,19 @@ def test_a_period_is_read_off_words_not_a_run_of_characters(question, period):
     assert analyze_question(question)["qualifiers"].get("period") == period
 
 
+@pytest.mark.parametrize(("question", "period"), [
+    ("我5月上旬买的私教课现在能退吗", ["5月上旬"]),
+    ("2023年7月末冻结的年卡几时解冻", ["2023年7月末"]),
+    ("年卡9月初到期续费打折吗", ["9月初"]),
+])
+def test_a_part_of_a_month_dates_the_event_and_is_no_subject(question, period):
+    # 「5月上旬」 says when the customer's event happened, as 「5月3号」 does: a period for the
+    # version framing, never a word a rule must write (「上旬」)
+    q = analyze_question(question)
+    assert q["qualifiers"].get("period") == period
+    assert not any(w in t for t in q["subject_terms"] for w in ("上旬", "月末", "月初", "初"))
+
+
 def test_the_pinyin_table_loads_without_writing_to_stdout():
     # ``csagent ask --json`` prints its answer on stdout: jionlp's import banner must not precede it.
     import subprocess
