@@ -81,9 +81,10 @@ class Question(TypedDict):
             「天」 of 「每天最多付多少」), or ``""``.
         excluded: Qualifier values the question negates (「Plus」 of 「我不是Plus」): evidence
             scoped to one of them does not answer.
-        written: The customer's money wording read as the knowledge base writes it
-            (「收钱」 → 「收费|收取」, joined by :data:`ALTERNATIVES`), so the coverage gate reads
-            the same words as the answerability gate.
+        written: The customer's money wording and places read as the knowledge base writes them
+            (「收钱」 → 「收费|收取」, a city → the city or the knowledge base's group holding it,
+            joined by :data:`ALTERNATIVES`), so the coverage gate reads the same words as the
+            answerability gate.
 
     """
 

@@ -1436,4 +1436,18 @@ def analyze_question(text: str, facts: Sequence[Fact | str] | None = None,
                     anchors=[w for w in map(written, anchors) if w and not _speaker_relation(w, vocab)],
                     bound=question_bound(first),
                     measure=measure, per=question_per(first, slot), excluded=negated,
-                    written={t: written(t) for t in money})
+                    written={**{t: written(t) for t in money}, **_grouped_places(quals, vocab)})
+
+
+def _grouped_places(quals: Mapping[str, Sequence[str]], vocab: Vocabulary) -> dict[str, str]:
+    """Return each place the question names written with the knowledge base's groups holding it.
+
+    A knowledge base that prices by 「一线城市」 never writes the customer's city beside the price:
+    the coverage gate reads 「上海」 as 「上海|一线城市」, as the answerability gate binds it.
+    """
+    out: dict[str, str] = {}
+    for place in quals.get("region", []):
+        groups = [g for g in region_groups(place, vocab) if g != place]
+        if groups:
+            out[place] = ALTERNATIVES.join([place, *groups])
+    return out

@@ -130,3 +130,26 @@ def test_a_rule_for_the_other_scope_does_not_answer_a_question_scoped_to_one():
     verdict = judge_unit(home_q, away, vocab=vocab)
     assert not verdict.answers and verdict.qualifiers.conflicts.get("region")
     assert judge_unit(home_q, home, vocab=vocab).answers
+
+
+def test_the_coverage_gate_reads_a_city_as_the_group_the_knowledge_base_prices():
+    # The price table names only 「西部片区」: the question's city is covered by its group, so the
+    # coverage gate lets the row the answerability gate accepted through; a city in no group is
+    # left as the customer wrote it
+    from strategies.rules.answer import Gate, compose_with_gate, question_terms
+
+    vocab = build_vocabulary([["收费标准", "地区分档"], ["收费标准", "寄件价格"]], [
+        "收费标准 地区分档 - 东部片区：北京、上海。\n- 西部片区：兰州、银川、西安。",
+        "收费标准 寄件价格 | 片区 | 首重价格 |",
+    ])
+    question = "西安发快递首重收几块"
+    analysis = analyze_question(question, vocab=vocab)
+    analysis["terms"] = question_terms(question)  # as start_turn stores it
+    table = "| 片区 | 首重价格 |\n|---|---|\n| 东部片区 | 9元 |\n| 西部片区 | 13元 |"
+    evidence = [{"id": "price#1", "kind": "chunk", "doc_id": "price", "title": "收费标准",
+                 "heading_path": ["寄件价格"], "text": table, "scores": {}}]
+    text, reason, _ = compose_with_gate(question, [question], evidence, analysis=analysis, vocab=vocab,
+                                        gate=Gate(min_dense=None))
+    assert reason is None and "13元" in text and "9元" not in text
+    assert analysis["written"]["西安"] == "西安|西部片区"
+    assert "杭州" not in analyze_question("杭州发快递首重收几块", vocab=vocab).get("written", {})
