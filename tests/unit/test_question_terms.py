@@ -47,3 +47,16 @@ def test_the_terms_given_are_the_ones_used():
     assert select_sentences(question, [question], EVIDENCE, 0.5, set(), terms=terms)
     empty = {**terms, "gate_terms": {}, "answer_terms": {}, "bigrams": []}
     assert select_sentences(question, [question], EVIDENCE, 0.5, set(), terms=empty) == []
+
+
+@pytest.mark.parametrize(("question", "content"), [
+    ("储物柜能不能按周租", {"储物柜"}),
+    ("泳池会不会提前闭馆", {"泳池", "提前", "闭馆"}),
+    ("私教课可不可以转让", {"转让"}),
+    ("毛巾是不是另外收费", {"毛巾", "另外", "收费"}),
+])
+def test_an_a_not_a_frame_leaves_no_pieces_among_the_gate_terms(question, content):
+    # the segmenter's pieces of 「能不能」 (「不能」) would count as words a chunk must cover
+    terms = set(question_terms(question)["gate_terms"])
+    assert not any("不" in t for t in terms)
+    assert content <= terms
