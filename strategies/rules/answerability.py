@@ -2171,8 +2171,9 @@ def _anchored(unit: Unit, anchors: Sequence[str], *, lapse: bool = False) -> boo
     """Return True when an anchor occurs in the unit, its title, heading path or category, or its value does.
 
     An anchor that names the kind of a value is carried by a value of that kind: 「有折扣吗」 by
-    「9折」, 「要钱吗」「收费吗」 by an amount of money or a statement that it is free, and (with
-    ``lapse``, a question on when something lapses) 「过期」 by a validity span (「有效期：90天」).
+    「9折」, 「要钱吗」「收费吗」 by an amount of money or a statement that it is free, 「电话」「热线」
+    by a phone number, and (with ``lapse``, a question on when something lapses) 「过期」 by a
+    validity span (「有效期：90天」).
     """
     text = _norm(" ".join([unit.text, unit.category, *unit.context]))  # the category scopes it as a title does
     if any(_term_present(a, text) for a in anchors):
@@ -2205,8 +2206,8 @@ def _kind_stated(term: str, unit: Unit, *, lapse: bool = False) -> bool:
 
     「要钱吗」「收费吗」 is bound by a price (「每次2元」) or by 「免费」; 「有没有…限制」 by a stated
     limit (「最多」「不超过」「不限」) or a time window (「上车后60分钟内」); 「有哪些要求」 by a
-    stated condition (「须」「满…」) or limit; with ``lapse``, 「过期」「失效」 by a validity span;
-    never by the word itself alone.
+    stated condition (「须」「满…」) or limit; 「电话」「热线」「号码」 by a phone number; with
+    ``lapse``, 「过期」「失效」 by a validity span; never by the word itself alone.
     """
     if _is_charge_word(term):
         return _states_charge(unit)
