@@ -50,6 +50,7 @@ from strategies.rules.extract import (
 )
 from strategies.rules.normalize import normalize_for_compare
 from strategies.rules.question import (
+    _A_NOT_A_RE,
     Vocabulary,
     asked_slot,
     asking_clause,
@@ -81,14 +82,14 @@ QUERY_STOPWORDS = frozenset(QUESTION_FILLERS + ("多久", "可以", "能否", "�
                                                "东西", "时候", "这个", "那个", "买") + _ASKING_WORDS)
 
 
-# 「能不能」「是不是」「可不可以」: a modal asked as A-not-A is the question's frame; read it once, so
-# the segmenter's pieces of it (「不能」「不是」「可不」) are never taken for content. A content verb
-# asked so (「收不收费」) is left as written.
-_A_NOT_A_RE = re.compile(r"([能会是要用有行可需该够])[不没]\1")
+# 「能不能」「是不是」「可不可以」: a modal asked as A-not-A (the question analysis's pattern) is the
+# question's frame; read it once, so the segmenter's pieces of it (「不能」「不是」「可不」) are never
+# taken for content. A content verb asked so (「收不收费」) is left as written.
+_FRAME_MODALS = frozenset("能会是要用有行可需该够")
 
 
 def _gate_terms(text: str) -> list[str]:
-    text = _A_NOT_A_RE.sub(r"\1", text)
+    text = _A_NOT_A_RE.sub(lambda m: m.group(1) if m.group(1) in _FRAME_MODALS else m.group(0), text)
     found = [t for t in tokenize(text) if len(t) >= 2 and not t.isdigit() and t not in QUERY_STOPWORDS]
     # jieba's search mode also yields pieces of a city's name (「哈尔」 of 「哈尔滨」): a city is
     # covered by its province (term_in), its pieces are not content
