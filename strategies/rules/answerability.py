@@ -1121,6 +1121,21 @@ def _says_yes_or_no(norm: str, filler: Filler, subject: Sequence[str] = ()) -> b
     return match is not None and match.end() == filler.end
 
 
+def _polarity_on_subject(unit: Unit, norm: str, filler: Filler, subject: Sequence[str]) -> bool:
+    """Return True when the unit whose polarity word ``filler`` is names the question's subject itself.
+
+    Where a unit never names the act a yes-no question asks about, a polarity word (「不能」「可」)
+    says yes or no about what its own sentence speaks of. A sentence that names no term of
+    ``subject`` (in its text, or by stating the kind of value a term asks for, as a price does for
+    「要钱」) is tied to the question only by its title or headings: its 「不能办理…」 is about
+    another act on that topic, not the asked one. A polarity word of the heading over a list item
+    is the heading's, and is left to the list rule.
+    """
+    if norm[filler.start:filler.end] != filler.text:
+        return True
+    return any(_term_present(t, norm) or _kind_stated(t, unit) for t in subject)
+
+
 # A span counted by an indefinite 几 (「隔几天」「几个月后」) in a yes-no question: the customer asks
 # whether something still holds after a while, which only a unit stating a span answers.
 _INDEFINITE_SPAN_RE = re.compile(rf"几\s*个?\s*(?:{_TIME_UNIT})")
@@ -1231,7 +1246,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if asked == "yesno" and fillers and not _states_asked_act(question["norm"], unit):
         kinds = _quantity_kinds(_norm(question["norm"]))  # 「入会3个月能…吗」: by the least time asked
         objects = question_subject(question)
-        fillers = tuple(f for f in fillers if _says_yes_or_no(body, f, objects)
+        fillers = tuple(f for f in fillers
+                        if (_says_yes_or_no(body, f, objects) and _polarity_on_subject(unit, body, f, objects))
                         or (_VALUE_FILLER_RE.fullmatch(f.text) and _quantity_kinds(_norm(f.text)) & kinds))
     if asked == "procedure" and _REACH_ASKED_RE.search(question["norm"]):  # a way or a condition, no value
         fillers = _reach_fillers(unit)

@@ -997,3 +997,15 @@ def test_a_sum_below_which_something_is_refused_is_no_answer_to_how_much():
     assert not _answers(question, "储值卡余额低于 10 元时不能刷卡入馆。", "储值卡")
     assert _answers(question, "储值卡最多可存 2000 元。", "储值卡")
     assert _answers("储值卡余额低于多少不能入馆", "储值卡余额低于 10 元时不能刷卡入馆。", "储值卡")
+
+
+def test_a_polarity_word_answers_only_in_a_sentence_naming_the_subject():
+    # the unit never names the asked act: its 「不能」 is about another act under the same title
+    texts = ["游泳馆须知 储物柜钥匙当日归还，不能带出馆外。", "游泳馆须知 会员卡仅供持卡者刷卡。", "团课 开课前2小时停止预约。",
+             "私教课 每节课60分钟。", "停车 会员免费停车2小时。", "淋浴 热水供应到21点。"]
+    vocab = build_vocabulary([["游泳馆须知"], ["团课"], ["私教课"], ["停车"], ["淋浴"]], texts)
+    for asked in ("游泳馆明天会停水吗", "游泳馆会不会停水"):
+        question = analyze_question(asked, vocab=vocab)
+        assert not judge_unit(question, _unit("储物柜钥匙当日归还，不能带出馆外。", "游泳馆须知"), vocab=vocab).answers
+    card = analyze_question("游泳馆的会员卡能借给同事吗", vocab=vocab)
+    assert judge_unit(card, _unit("会员卡仅供持卡者刷卡。", "游泳馆须知"), vocab=vocab).answers  # names the card
