@@ -1285,6 +1285,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         fillers = _cell_fillers(fillers, unit, subject, str(question.get("measure", "")))
     if asked == "duration" and fillers:
         fillers = _headed_durations(fillers, unit, question, subject)
+    if asked == "duration" and fillers:
+        fillers = _spans_from_asked_act(fillers, unit, question)
     anchors = [a for a in question.get("anchors") or [] if (vocab is None or vocab.document_frequency(a)
                or _VALUE_ANCHOR_RE.fullmatch(a)) and not any(a in o for o in chosen)]  # 「要钱吗」: a price answers
     if asked in VALUE_SLOTS and fillers:
@@ -1422,6 +1424,50 @@ def _headed_durations(fillers: Sequence[Filler], unit: Unit, question: Question,
     if unit.row or not any(_term_present(h, norm) for h in heads):
         return tuple(fillers)  # a row has its labels; a unit not naming the word goes on under its heading
     return tuple(f for f in fillers if any(_term_present(h, _clause_of(norm, f)) for h in heads))
+
+
+# 「…多久送到书柜」 asks how long until an act; a span after that act (「送到书柜并登记后3天内须取走」)
+# counts from it to another act, so it is not the time asked for.
+_SPAN_ASKED_RE = re.compile(r"多久|多长时间|多长|几个?(?:工作日|天)|多少个?(?:工作日|天)")
+_SPAN_MODALS = ("才能", "才可以", "可以", "能够", "能", "会", "才", "就", "要", "可", "需要", "需")
+MAX_EVENT_GAP = 8  # characters between the act and the 「后」 that makes it a span's start (its object, 「并登记」)
+
+
+def _span_end_act(norm: str) -> str:
+    """Return the act whose time a span question asks (「…多久能送到书柜」 → 送到), ``""`` when none.
+
+    The act is the verb right after the interrogative (a modal may stand between): a verb of two
+    characters at least, so that a lone 「到」 (「多久到账」) is never taken for it.
+    """
+    m = _SPAN_ASKED_RE.search(norm)
+    if m is None:
+        return ""
+    rest = norm[m.end():]
+    rest = rest[len(next((w for w in _SPAN_MODALS if rest.startswith(w)), "")):]
+    words = _tagged(rest)[:1]
+    return words[0][0] if words and words[0][1].startswith("v") and len(words[0][0]) >= 2 else ""
+
+
+def _spans_from_asked_act(fillers: Sequence[Filler], unit: Unit, question: Question) -> tuple[Filler, ...]:
+    """Drop the spans that start where the asked act is done.
+
+    「…多久送到书柜」 asks for the time until 送到; in 「图书送到书柜并登记后3天内须取走」 the act is
+    the start of the span (「<act>…后」 before it in its clause), which runs to another act. A span
+    whose clause names the act after it too (「…后2天内送到」) is kept.
+    """
+    act = _span_end_act(question["norm"])
+    if not act:
+        return tuple(fillers)
+    norm = _norm(unit.text)
+    started = re.compile(re.escape(act) + rf"[^,;，；。]{{0,{MAX_EVENT_GAP}}}?(?:以后|之后|后)")
+    out = []
+    for f in fillers:
+        before = norm[max([m.end() for m in _CLAUSE_RE.finditer(norm, 0, f.start)], default=0):f.start]
+        end = _CLAUSE_RE.search(norm, f.end)
+        if started.search(before) and act not in norm[f.end:end.start() if end else len(norm)]:
+            continue
+        out.append(f)
+    return tuple(out)
 
 
 def _reach_fillers(unit: Unit) -> tuple[Filler, ...]:

@@ -1009,3 +1009,11 @@ def test_a_polarity_word_answers_only_in_a_sentence_naming_the_subject():
         assert not judge_unit(question, _unit("储物柜钥匙当日归还，不能带出馆外。", "游泳馆须知"), vocab=vocab).answers
     card = analyze_question("游泳馆的会员卡能借给同事吗", vocab=vocab)
     assert judge_unit(card, _unit("会员卡仅供持卡者刷卡。", "游泳馆须知"), vocab=vocab).answers  # names the card
+
+
+def test_a_span_starting_at_the_asked_act_is_not_its_time():
+    # 「多久送到」 asks the time until 送到; a span counted from 送到 runs to another act
+    question = "预约的书多久能送到取书柜"
+    assert not _answers(question, "图书送到取书柜并登记后3天内须取走。", "预约借书")
+    assert _answers(question, "预约的图书一般2天内送到取书柜。", "预约借书")
+    assert _answers(question, "图书入馆登记后2天内送到取书柜。", "预约借书")  # the span ends at the act
