@@ -236,9 +236,11 @@ _ROLE_RE = re.compile(
     r"|买家|卖家|商家|平台|用户|客户|我们|本店|本平台|消费者|顾客|您")
 # A person or a group of customers does not answer a question asking for an organisation (ORG_ASKED_RE).
 _PERSON_FILLER_RE = re.compile(r"(?:用户|顾客|消费者|客户|买家|会员|本人|家属|代收人|人员|您)$")
+_PLACE_WORDS = r"(?:省|市|县|区|镇|村|街道|路|号|仓|仓库|门店|网点|驿站|快递柜|柜台|服务点|中心|原支付账户|账户)"
 _PLACE_RE = re.compile(
     r"(?:寄到|寄回|寄往|退回|退回到|送到|送至|发往|寄至|退至|存放在|位于|前往|到达|原路|在)[^，。；,;\s]{1,12}"
-    r"|[\u4e00-\u9fff]{1,8}(?:省|市|县|区|镇|村|街道|路|号|仓|仓库|门店|网点|驿站|快递柜|柜台|服务点|中心|原支付账户|账户)")
+    rf"|[\u4e00-\u9fff]{{1,8}}{_PLACE_WORDS}")
+_PLACE_END_RE = re.compile(rf"{_PLACE_WORDS}$")
 _YESNO_RE = re.compile(
     r"不?可以|不?能够?|不?支持|不?允许|不?需要|无需|无须|不必|必须|须|不得|禁止|仅限|除外|不?适用|不?享受|不?包含"
     rf"|不予|无法|不?提供|不?接受|不?参与|不?计入|有权|免费{_NOT_NAME}|{_NO_CHARGE_WORDS}|均可|一律|不可"
@@ -343,6 +345,8 @@ def slot_fillers(slot: Slot | str, text: str) -> list[Filler]:
             value = match.group(0).strip()
             if not value or (slot == "date" and value in _WEAK_DATE):
                 continue
+            if slot == "place" and pattern is _PLACE_RE and _moved_thing(value):
+                continue
             found.append(Filler(slot, value, match.start(), match.end()))
     for match in _HEADER_UNIT_RE.finditer(norm):  # 「课时费（元/节）：300」: the unit stands in the header
         if slot in _HEADER_UNIT_SLOTS[_header_unit_kind(match.group("unit"))]:
@@ -352,6 +356,17 @@ def slot_fillers(slot: Slot | str, text: str) -> list[Filler]:
     if slot == "place" and not found:
         found.extend(_places(norm))
     return found
+
+
+def _moved_thing(value: str) -> bool:
+    """Return True when 「寄回/退回 X 的…」 names what is sent back (「寄回图书的邮费」), not where to.
+
+    寄回 and 退回 take the thing moved as readily as the place (「寄到」「退至」 take only a place): before
+    的 the phrase modifies a noun, and X is a place only when it ends in a word of place or is a region.
+    """
+    head, sep, _ = value.partition("的")
+    return bool(sep) and head[:2] in ("寄回", "退回") and head[2:3] not in ("到", "至") \
+        and not _PLACE_END_RE.search(head) and not any(r in head for r in _region_words())
 
 
 def _tagged_names(norm: str) -> list[Filler]:

@@ -1017,3 +1017,14 @@ def test_a_span_starting_at_the_asked_act_is_not_its_time():
     assert not _answers(question, "图书送到取书柜并登记后3天内须取走。", "预约借书")
     assert _answers(question, "预约的图书一般2天内送到取书柜。", "预约借书")
     assert _answers(question, "图书入馆登记后2天内送到取书柜。", "预约借书")  # the span ends at the act
+
+
+@pytest.mark.parametrize(("text", "place"), [
+    ("读者寄回图书的邮费由读者自付。", False),  # 寄回 X 的…: X is what is sent back
+    ("读者退回押金的手续找馆员办。", False),
+    ("图书寄回总馆服务点的邮费由馆方承担。", True),  # X ends in a word of place
+    ("押金退回借书人的原账户里。", True),  # no 的: 退回 with its destination
+    ("图书寄到分馆的服务点后通知读者。", True),  # 寄到 takes only a place
+])
+def test_a_thing_sent_back_is_no_place(text, place):
+    assert bool(slot_fillers("place", text)) is place
