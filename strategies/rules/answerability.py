@@ -1137,7 +1137,7 @@ def _says_yes_or_no(norm: str, filler: Filler, subject: Sequence[str] = ()) -> b
 
 
 def _polarity_on_subject(unit: Unit, norm: str, filler: Filler, subject: Sequence[str]) -> bool:
-    """Return True when the unit whose polarity word ``filler`` is names the question's subject itself.
+    """Return True when the sentence holding the polarity word ``filler`` names the question's subject.
 
     Where a unit never names the act a yes-no question asks about, a polarity word (「不能」「可」)
     says yes or no about what its own sentence speaks of. A sentence that names no term of

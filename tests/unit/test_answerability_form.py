@@ -1023,7 +1023,7 @@ def test_a_span_starting_at_the_asked_act_is_not_its_time():
     ("读者寄回图书的邮费由读者自付。", False),  # 寄回 X 的…: X is what is sent back
     ("读者退回押金的手续找馆员办。", False),
     ("图书寄回总馆服务点的邮费由馆方承担。", True),  # X ends in a word of place
-    ("押金退回借书人的原账户里。", True),  # no 的: 退回 with its destination
+    ("押金退回借书人的原账户里。", True),  # the destination after 的 is still a place (账户)
     ("图书寄到分馆的服务点后通知读者。", True),  # 寄到 takes only a place
 ])
 def test_a_thing_sent_back_is_no_place(text, place):
