@@ -1301,7 +1301,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     if asked == "duration" and fillers:
         fillers = _headed_durations(fillers, unit, question, subject)
     if asked == "duration" and fillers:
-        fillers = _spans_from_asked_act(fillers, unit, question)
+        fillers = _spans_from_asked_act(fillers, body, question)
     anchors = [a for a in question.get("anchors") or [] if (vocab is None or vocab.document_frequency(a)
                or _VALUE_ANCHOR_RE.fullmatch(a)) and not any(a in o for o in chosen)]  # 「要钱吗」: a price answers
     if asked in VALUE_SLOTS and fillers:
@@ -1448,6 +1448,7 @@ _SPAN_MODALS = ("才能", "才可以", "可以", "能够", "能", "会", "才", 
 MAX_EVENT_GAP = 8  # characters between the act and the 「后」 that makes it a span's start (its object, 「并登记」)
 
 
+@lru_cache(maxsize=1024)
 def _span_end_act(norm: str) -> str:
     """Return the act whose time a span question asks (「…多久能送到书柜」 → 送到), ``""`` when none.
 
@@ -1463,17 +1464,17 @@ def _span_end_act(norm: str) -> str:
     return words[0][0] if words and words[0][1].startswith("v") and len(words[0][0]) >= 2 else ""
 
 
-def _spans_from_asked_act(fillers: Sequence[Filler], unit: Unit, question: Question) -> tuple[Filler, ...]:
+def _spans_from_asked_act(fillers: Sequence[Filler], norm: str, question: Question) -> tuple[Filler, ...]:
     """Drop the spans that start where the asked act is done.
 
     「…多久送到书柜」 asks for the time until 送到; in 「图书送到书柜并登记后3天内须取走」 the act is
     the start of the span (「<act>…后」 before it in its clause), which runs to another act. A span
-    whose clause names the act after it too (「…后2天内送到」) is kept.
+    whose clause names the act after it too (「…后2天内送到」) is kept. ``norm`` is the unit's
+    normalised text; the act is read once per question (the same question meets every unit).
     """
     act = _span_end_act(question["norm"])
     if not act:
         return tuple(fillers)
-    norm = _norm(unit.text)
     started = re.compile(re.escape(act) + rf"[^,;，；。]{{0,{MAX_EVENT_GAP}}}?(?:以后|之后|后)")
     out = []
     for f in fillers:
