@@ -514,6 +514,23 @@ class CSAgent:
         self._own(user_id, thread_id, create=False)
         return self.store.events(thread_id, after=after)
 
+    def open_thread(self, message: str, *, user_id: str, thread_id: str) -> None:
+        """Check a message and make ``user_id`` the owner of its thread before the turn runs.
+
+        For a server that acknowledges a turn before running it: from the acknowledgement on,
+        the thread exists (its history reads, another user is refused), even while the turn
+        still waits for the thread's lock. :meth:`ask` checks the same again under the lock.
+
+        Raises:
+            UsageError: Empty message or bad ids.
+            ForeignThreadError: The thread belongs to another user.
+            MessageTooLongError: The message exceeds ``max_message_chars``.
+
+        """
+        self._check_message(message)
+        user_id, thread_id = _check_id("user_id", user_id), _check_id("thread_id", thread_id)
+        self._own(user_id, thread_id, create=True)  # the claim is atomic: the first one wins
+
     def owner_of(self, thread_id: str) -> str | None:
         """Return the user who owns ``thread_id`` (None for an unknown thread)."""
         return self._owner(_check_id("thread_id", thread_id))
@@ -565,7 +582,11 @@ class CSAgent:
         return None
 
     def _own(self, user_id: str, thread_id: str, *, create: bool) -> None:
-        """Check (and for a new thread claim) ownership; call with the thread's lock held."""
+        """Check (and for a new thread claim) ownership.
+
+        A turn calls it with the thread's lock held; the claim itself is atomic (the first one
+        wins), so :meth:`open_thread` may claim before the lock.
+        """
         owner = self._owner(thread_id)
         if owner is None:
             if not create:

@@ -3,8 +3,8 @@
 Customers (role ``customer``, identity from the authenticator, never from the body):
 
 * ``POST /v1/threads/{thread_id}/messages`` ``{"message": "…"}``: one turn. With
-  ``Accept: text/event-stream`` the turn is a Server-Sent Events stream: ``accepted`` at once,
-  ``progress`` per graph step (``{"node", "label"}``, never any answer text), then one
+  ``Accept: text/event-stream`` the turn is a Server-Sent Events stream: ``accepted`` at once
+  (a new thread is the customer's from then on: its history reads), ``progress`` per graph step (``{"node", "label"}``, never any answer text), then one
   ``result`` (the verified :class:`~csagent.api.TurnResult`) or one ``error``. Otherwise the
   response is the result as JSON.
 * ``POST /v1/threads/{thread_id}/confirm`` ``{"decision": "confirm"|"decline"}``: answer a
@@ -496,6 +496,9 @@ def create_app(
                            accept: str | None = Header(default=None),
                            who: Identity = Depends(customer)) -> Any:
         await check_thread(who, thread_id, must_exist=False)
+        if _wants_stream(accept):  # "accepted" comes before the run: the thread exists by then
+            await in_io(lambda: agent().open_thread(body.message, user_id=who.subject,
+                                                    thread_id=thread_id))
         return await turn("ask", {"message": body.message, "user_id": who.subject,
                                   "thread_id": thread_id}, accept)
 

@@ -8,6 +8,7 @@ schema fuzzed with schemathesis.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from csagent.locks import FileThreadLocks
 from tests.integration.service_support import (
     AGENT2_TOKEN,
     AGENT_TOKEN,
@@ -127,7 +129,9 @@ def test_a_dropped_sse_client_does_not_cancel_or_corrupt_the_turn(service: Servi
     # the client is gone; the turn finishes anyway and lands in the history once
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        events = httpx.get(f"{service.url}/v1/threads/drop-1/history", headers=auth(U1)).json()
+        history = httpx.get(f"{service.url}/v1/threads/drop-1/history", headers=auth(U1))
+        assert history.status_code == 200, history.text  # the thread is the customer's already
+        events = history.json()
         if len(events["events"]) >= 2:
             break
         time.sleep(0.2)
@@ -135,6 +139,34 @@ def test_a_dropped_sse_client_does_not_cancel_or_corrupt_the_turn(service: Servi
         ("message", None), ("reply", "answered")]
     again = send(service.url, U1, "drop-1", POLICY_Q)
     assert again.status_code == 200 and again.json()["status"] == "answered"
+
+
+def test_a_new_thread_is_the_customers_from_accepted_even_while_its_run_waits(service: Service):
+    thread = "early-1"
+    with httpx.Client(timeout=60) as client, contextlib.ExitStack() as lock:
+        # another holder of the thread's lock keeps the run from starting
+        lock.enter_context(FileThreadLocks(service.data_dir / "locks").hold(thread))
+        with client.stream("POST", f"{service.url}/v1/threads/{thread}/messages",
+                           json={"message": POLICY_Q},
+                           headers=auth(U1) | {"Accept": "text/event-stream"}) as resp:
+            events = parse_sse(resp.iter_lines())
+            assert next(events)[0] == "accepted"
+            history = client.get(f"{service.url}/v1/threads/{thread}/history", headers=auth(U1))
+            assert history.status_code == 200, history.text
+            assert history.json()["events"] == []
+            other = client.get(f"{service.url}/v1/threads/{thread}/history", headers=auth(U2))
+            assert other.status_code == 403 and other.json()["error"]["code"] == "foreign_thread"
+            lock.close()  # the run goes on
+            rest = list(events)
+    assert rest[-1][0] == "result" and rest[-1][1]["status"] == "answered", rest[-1]
+
+
+def test_an_sse_turn_with_a_blank_message_is_refused_before_it_starts(service: Service):
+    resp = httpx.post(f"{service.url}/v1/threads/blank-1/messages", json={"message": " \u3000 "},
+                      headers=auth(U1) | {"Accept": "text/event-stream"}, timeout=60)
+    assert resp.status_code == 422 and resp.json()["error"]["code"] == "bad_input", resp.text
+    unknown = httpx.get(f"{service.url}/v1/threads/blank-1/history", headers=auth(U1))
+    assert unknown.status_code == 404  # a refused first message makes no thread
 
 
 def test_a_double_clicked_confirmation_over_http_writes_once(service: Service):

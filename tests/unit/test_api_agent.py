@@ -16,6 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from csagent.api import (
     CSAgent,
+    ForeignThreadError,
     HandoffPendingError,
     MessageTooLongError,
     NothingPendingError,
@@ -161,6 +162,19 @@ def test_resume_without_a_waiting_step_is_a_usage_error(agent: CSAgent):
     agent.ask(POLICY_Q, user_id="u1001", thread_id="t-nothing")
     with pytest.raises(NothingPendingError, match="not waiting"):
         agent.resume("yes", user_id="u1001", thread_id="t-nothing")
+
+
+def test_open_thread_claims_a_new_thread_for_its_first_message_only(agent: CSAgent):
+    with pytest.raises(UsageError, match="empty"):
+        agent.open_thread("  ", user_id="u1001", thread_id="t-open")
+    with pytest.raises(UnknownThreadError):  # a refused message claims nothing
+        agent.history(user_id="u1001", thread_id="t-open")
+    agent.open_thread(POLICY_Q, user_id="u1001", thread_id="t-open")
+    assert agent.history(user_id="u1001", thread_id="t-open") == []  # nothing run yet
+    with pytest.raises(ForeignThreadError):
+        agent.open_thread(POLICY_Q, user_id="u1002", thread_id="t-open")
+    agent.open_thread(POLICY_Q, user_id="u1001", thread_id="t-open")  # the owner again: no-op
+    assert agent.ask(POLICY_Q, user_id="u1001", thread_id="t-open").status == "answered"
 
 
 @pytest.mark.parametrize("message", ["", "   ", "\n\t"])
