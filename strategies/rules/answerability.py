@@ -2126,7 +2126,8 @@ def _clause_of(norm: str, filler: Filler, *, join: bool = True) -> str:
     With ``join``, a short leading clause set off by a comma is one predicate with the clause after
     it: a filler in the leading clause takes in the clause after it (「签收后24小时内，…到账」), and
     the filler's clause takes in a leading clause before it that names what it is about
-    (「储物柜钥匙遗失，照价赔偿50元」), unless that clause only sets a time or a condition
+    (「储物柜钥匙遗失，照价赔偿50元」), also when the filler's clause leads on itself (「要补办
+    会员卡的，核对后6天制好，…」), unless that clause only sets a time or a condition
     (「开卡完成后，须在7天内领取」: the 7 days are not the card's).
     """
     bounds = [0] + [m.end() for m in _CLAUSE_RE.finditer(norm)] + [len(norm) + 1]
@@ -2136,7 +2137,7 @@ def _clause_of(norm: str, filler: Filler, *, join: bool = True) -> str:
             clause = norm[start:end]
             if join and _leads(clause) and n + 1 < len(spans):  # 「签收后24小时内，…到账」: one predicate
                 clause += norm[spans[n + 1][0]:spans[n + 1][1]]
-            elif join and n > 0 and _leads(lead := norm[spans[n - 1][0]:spans[n - 1][1]]) \
+            if join and n > 0 and _leads(lead := norm[spans[n - 1][0]:spans[n - 1][1]]) \
                     and not _CONDITION_END_RE.search(lead.rstrip(",，")):  # 「储物柜钥匙遗失，照价赔偿50元」
                 clause = lead + clause
             return clause

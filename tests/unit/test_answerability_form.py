@@ -770,6 +770,16 @@ def test_a_short_leading_clause_binds_the_value_after_it(text, answers):
     assert _answers("储物柜的钥匙没了赔多少钱", text, "场馆须知") is answers
 
 
+@pytest.mark.parametrize(("text", "answers"), [
+    # the case named before a short clause that itself leads on binds the value in it too
+    ("要补办会员卡的，核对后6天制好，首回不收钱。", True),
+    ("要补办手环的，核对后6天制好，首回不收钱。", False),  # another thing's case
+    ("会员卡遗失后，核对后6天制好，首回不收钱。", False),  # a time set before it is no subject
+])
+def test_a_leading_case_binds_a_short_clause_that_leads_on_itself(text, answers):
+    assert _answers("补办会员卡得几天", text, "场馆须知") is answers
+
+
 @pytest.mark.parametrize(("category", "answers"), [("借书条件", True), ("还书须知", False)])
 def test_a_documents_category_carries_the_anchor_as_its_title_does(category, answers):
     # the document's declared category scopes every unit of it, for the asked act as for the subject
