@@ -234,6 +234,9 @@ _ROLE_RE = re.compile(
     r"[\u4e00-\u9fffA-Za-z]{0,6}(?:公司|集团|银行|平台|商家|卖家|买家|店铺|部门|中心|机构|客服|快递|物流|人员|用户"
     r"|顾客|消费者|承运商|厂家|厂商|品牌方|服务商|本人|家属|代收人|寺|庙|宫|院|局|委员会|大学|学校|医院|政府)"
     r"|买家|卖家|商家|平台|用户|客户|我们|本店|本平台|消费者|顾客|您")
+# 「费用由X承担」「由X负责」: the one 由 names as doing the act is a party, whatever its word (读者, 酒店).
+_AGENT_RE = re.compile(r"(?<=由)(?:(?![由的])[\u4e00-\u9fffA-Za-z]){1,8}?(?=(?:自行|全额|先行|统一)?(?:承担|负责|支付|自理|自付"
+                       r"|垫付|赔付|提供|办理|处理|安排|收取|补偿|赔偿|出具|开具))")
 # A person or a group of customers does not answer a question asking for an organisation (ORG_ASKED_RE).
 _PERSON_FILLER_RE = re.compile(r"(?:用户|顾客|消费者|客户|买家|会员|本人|家属|代收人|人员|您)$")
 _PLACE_WORDS = r"(?:省|市|县|区|镇|村|街道|路|号|仓|仓库|门店|网点|驿站|快递柜|柜台|服务点|中心|原支付账户|账户)"
@@ -275,7 +278,7 @@ _FILLER_RES: dict[str, tuple[re.Pattern[str], ...]] = {
     "duration": (_DURATION_RE,),
     "amount": (_AMOUNT_RE,),
     "count": (_COUNT_RE, _AMOUNT_RE, _DURATION_RE),
-    "person_org": (_ROLE_RE,),
+    "person_org": (_ROLE_RE, _AGENT_RE),
     "place": (_PLACE_RE,),
     "yesno": (_YESNO_RE, _STATEMENT_RE, _AMOUNT_RE, _DURATION_RE, _COUNT_RE),
     "procedure": (_PROCEDURE_RE, _YESNO_RE, _AMOUNT_RE),

@@ -780,6 +780,16 @@ def test_a_leading_case_binds_a_short_clause_that_leads_on_itself(text, answers)
     assert _answers("补办会员卡得几天", text, "场馆须知") is answers
 
 
+@pytest.mark.parametrize(("question", "text", "answers"), [
+    # 「由X承担」: the one 由 names as doing the act is the party asked for, whatever its word
+    ("遗失图书的赔款由谁来承担", "遗失图书的，赔款由借阅者承担。", True),
+    ("馆际互借的邮资是谁付", "馆际互借的图书寄回时，邮资由读者自付。", True),
+    ("馆际互借的邮资是谁付", "馆际互借的图书寄回时，邮资另按包裹克数计。", False),  # no party named
+])
+def test_the_agent_of_you_names_the_party_who_pays(question, text, answers):
+    assert _answers(question, text, "借阅规则") is answers
+
+
 @pytest.mark.parametrize(("category", "answers"), [("借书条件", True), ("还书须知", False)])
 def test_a_documents_category_carries_the_anchor_as_its_title_does(category, answers):
     # the document's declared category scopes every unit of it, for the asked act as for the subject
