@@ -2131,7 +2131,8 @@ def _clause_of(norm: str, filler: Filler, *, join: bool = True) -> str:
     the filler's clause takes in a leading clause before it that names what it is about
     (「储物柜钥匙遗失，照价赔偿50元」), also when the filler's clause leads on itself (「要补办
     会员卡的，核对后6天制好，…」), unless that clause only sets a time or a condition
-    (「开卡完成后，须在7天内领取」: the 7 days are not the card's).
+    (「开卡完成后，须在7天内领取」: the 7 days are not the card's). A price is the price of the
+    case its condition names (「课时耗尽后，改收单节N元」), so an amount takes a condition in too.
     """
     bounds = [0] + [m.end() for m in _CLAUSE_RE.finditer(norm)] + [len(norm) + 1]
     spans = list(zip(bounds, bounds[1:], strict=False))
@@ -2141,8 +2142,8 @@ def _clause_of(norm: str, filler: Filler, *, join: bool = True) -> str:
             if join and _leads(clause) and n + 1 < len(spans):  # 「签收后24小时内，…到账」: one predicate
                 clause += norm[spans[n + 1][0]:spans[n + 1][1]]
             if join and n > 0 and _leads(lead := norm[spans[n - 1][0]:spans[n - 1][1]]) \
-                    and not _CONDITION_END_RE.search(lead.rstrip(",，")):  # 「储物柜钥匙遗失，照价赔偿50元」
-                clause = lead + clause
+                    and (filler.kind == "amount" or not _CONDITION_END_RE.search(lead.rstrip(",，"))):
+                clause = lead + clause  # 「储物柜钥匙遗失，照价赔偿50元」
             return clause
     return ""
 

@@ -780,6 +780,16 @@ def test_a_leading_case_binds_a_short_clause_that_leads_on_itself(text, answers)
     assert _answers("补办会员卡得几天", text, "场馆须知") is answers
 
 
+@pytest.mark.parametrize(("text", "answers"), [
+    # a price after a condition clause is the price of the case that clause names …
+    ("私教课时耗尽后，改收单节220元。", True),
+    ("团课课包耗尽后，改收单节220元。", False),  # … and of no other case
+    ("私教课时耗尽后，须在7天内续费。", False),  # a time after the condition is not the case's own
+])
+def test_a_price_after_a_condition_is_the_price_of_the_case_it_names(text, answers):
+    assert _answers("私教课时用完了再上一节多少钱", text, "会员手册") is answers
+
+
 @pytest.mark.parametrize(("question", "text", "answers"), [
     # 「由X承担」: the one 由 names as doing the act is the party asked for, whatever its word
     ("遗失图书的赔款由谁来承担", "遗失图书的，赔款由借阅者承担。", True),
