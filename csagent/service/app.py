@@ -4,9 +4,10 @@ Customers (role ``customer``, identity from the authenticator, never from the bo
 
 * ``POST /v1/threads/{thread_id}/messages`` ``{"message": "…"}``: one turn. With
   ``Accept: text/event-stream`` the turn is a Server-Sent Events stream: ``accepted`` at once
-  (a new thread is the customer's from then on: its history reads), ``progress`` per graph step (``{"node", "label"}``, never any answer text), then one
-  ``result`` (the verified :class:`~csagent.api.TurnResult`) or one ``error``. Otherwise the
-  response is the result as JSON.
+  (a new thread is the customer's from then on: its history reads), ``progress`` per graph step
+  (``{"node", "label"}``, never any answer text), then one ``result`` (the verified
+  :class:`~csagent.api.TurnResult`) or one ``error``. Otherwise the response is the result as
+  JSON.
 * ``POST /v1/threads/{thread_id}/confirm`` ``{"decision": "confirm"|"decline"}``: answer a
   pending confirmation (same two response forms).
 * ``GET /v1/threads/{thread_id}/history``: the thread's messages and replies, and what it waits
