@@ -18,7 +18,8 @@ Agents (role ``agent``): ``GET /desk`` (the desk page), ``/v1/desk/handoffs`` (t
 ``/v1/desk/handoffs/{id}`` (one handoff with the conversation), ``…/claim``, ``…/reply``,
 ``…/resolve``, and ``/v1/desk/traces/{trace_id}`` (the turn's local trace).
 
-Errors are JSON ``{"error": {"code", "message"}}`` with 400/401/403/404/409/413/422; bodies
+Errors are JSON ``{"error": {"code", "message"}}`` with 400/401/403/404/409/413/422 (and 500
+``internal_error`` for a bug or a broken store, logged in full); bodies
 larger than ``max_body_bytes`` are refused with 413 before they are read in full. A customer who
 drops an SSE stream mid-turn does not cancel the turn: it finishes, and its result is in the
 thread's history.
@@ -200,6 +201,7 @@ class ApiError(Exception):
 ERRORS: dict[int | str, dict[str, Any]] = {
     s: {"model": ErrorOut} for s in (400, 401, 403, 404, 409, 413, 422)}
 WORKER_LOST = ApiError(503, "worker_lost", "处理该请求的进程意外退出，请重新发送")
+INTERNAL_ERROR = ApiError(500, "internal_error", "内部错误，请稍后重试")  # a bug or a broken store; logged in full
 
 
 def _usage_error(exc: UsageError) -> ApiError:
@@ -424,6 +426,12 @@ def create_app(
         return JSONResponse({"error": {"code": "http_error", "message": str(exc.detail)}},
                             status_code=exc.status_code)
 
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        # (Starlette re-raises it after this response, so the server logs the traceback)
+        logger.error("%s %s failed: %s", request.method, request.url.path, type(exc).__name__)
+        return await _api_error(request, INTERNAL_ERROR)
+
     async def check_thread(who: Identity, thread_id: str, *, must_exist: bool) -> None:
         """Refuse early (before any stream starts) an unknown or foreign thread.
 
@@ -451,14 +459,14 @@ def create_app(
                 result = await call(op, kwargs,
                                     lambda event: queue.put_nowait(("progress", _progress(event))))
                 queue.put_nowait(("result", result.to_json()))
-            except (UsageError, WorkerLostError) as exc:
-                err = WORKER_LOST if isinstance(exc, WorkerLostError) else _usage_error(exc)
+            except Exception as exc:  # noqa: BLE001 - reported as an event (a bug logged in full)
+                if isinstance(exc, (UsageError, WorkerLostError)):
+                    err = WORKER_LOST if isinstance(exc, WorkerLostError) else _usage_error(exc)
+                else:
+                    logger.exception("turn failed outside the graph")
+                    err = INTERNAL_ERROR
                 queue.put_nowait(("error", {"status": err.status, "code": err.code,
                                             "message": err.message}))
-            except Exception:  # noqa: BLE001 - reported as an event, logged in full
-                logger.exception("turn failed outside the graph")
-                queue.put_nowait(("error", {"status": 500, "code": "internal_error",
-                                            "message": "内部错误，请稍后重试"}))
 
         running: list[asyncio.Task[None]] = []
 
