@@ -423,6 +423,8 @@ def _term_present(term: str, text: str) -> bool:
         return term in text and _char_word_present(term, text)
     if term in text:
         return True
+    if len(term) >= 4 and _HAN_RE.match(term) and _coordinated(term, text):
+        return True  # 「早场及夜间票价」 names 早场票价 too
     if any(ch.isdigit() for ch in term) and term in _DIGIT_SPACE_RE.sub("", text):
         return True  # 「2小时」 is 「2 小时」 in a text that spaces its numbers
     if len(term) >= 2 and term.endswith("到") and term[:-1] + "至" in text:
@@ -449,6 +451,22 @@ def _term_present(term: str, text: str) -> bool:
         if sum(1 for g in grams if g in text) / len(grams) >= PARTIAL_SHARE:
             return True
         return len(term) == 3 and term[1:] in text and _is_verb_char(term[0])  # 「补差价」 → 「差价」
+    return False
+
+
+_COORDINATOR = r"(?:以及|及|和|与|、|或)"
+
+
+def _coordinated(term: str, text: str) -> bool:
+    """Return True when ``text`` coordinates ``term``'s modifier with another before their shared head.
+
+    「早场及夜间票价」 is 早场票价 and 夜间票价, 「单车和电车车位」 单车车位 and 电车车位: the head
+    written once after the last conjunct belongs to each.
+    """
+    for cut in range(2, len(term) - 1):
+        modifier, head = term[:cut], term[cut:]
+        if re.search(rf"{re.escape(modifier)}{_COORDINATOR}[\u4e00-\u9fff]{{1,4}}?{re.escape(head)}", text):
+            return True
     return False
 
 
@@ -498,7 +516,7 @@ class Binding:
 
 def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, float] | None = None,
                     required: str | None = None, threshold: float = MIN_SUBJECT_SHARE, *,
-                    lapse: bool = False) -> Binding:
+                    lapse: bool = False, asking: str = "") -> Binding:
     """Return how much of ``subject`` the unit (and its heading path) carries.
 
     A term counts when it occurs in the unit's text, its title/heading path or its document's
@@ -516,6 +534,8 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
         threshold: The share that binds (``MIN_SUBJECT_SHARE``; a profile's ``min_subject_share``).
         lapse: The question asks when or after how long something lapses: a word for lapsing
             (「过期」) is met by a validity span (「有效期：90天」).
+        asking: The question's clause that asks: a word of it naming only a value's dimension
+            (「年龄」) is met by a value in that dimension (「满7周岁」).
 
     """
     if not subject:
@@ -523,7 +543,7 @@ def subject_binding(subject: Sequence[str], unit: Unit, weights: Mapping[str, fl
     body = _norm(unit.text)
     near = body + " " + _norm(unit.context[-1]) if unit.context else body
     whole = near + " " + _norm(" ".join([unit.category, *unit.context]))
-    stated = {t for t in subject if _kind_stated(t, unit, lapse=lapse)}  # met in the unit itself, like a term in it
+    stated = {t for t in subject if _kind_stated(t, unit, lapse=lapse, dimension=bool(asking) and t in asking)}
     found = [t for t in subject if t in stated or _term_present(t, whole)]
     missing = [t for t in subject if t not in found]
     w = weights or {}
@@ -1282,7 +1302,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     subject = [t for t in subject if not any(t in o for o in chosen)]
     weights = weights if weights is not None else subject_weights(subject, vocab)
     lapse = asked in ("duration", "date")  # 「多久过期」: a validity span answers it
-    bind = subject_binding(subject, unit, weights, specific_term(weights), min_share, lapse=lapse)
+    bind = subject_binding(subject, unit, weights, specific_term(weights), min_share, lapse=lapse,
+                           asking=asking_clause(question["norm"], question["slot"]))
     if asked in VALUE_SLOTS and fillers and bind.found:
         fillers = bound_fillers(fillers, unit, bind.found,
                                 scopes=[v for vals in (question.get("qualifiers") or {}).values() for v in vals])
@@ -1328,6 +1349,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         reason = "superseded"
     elif asked in ("none", "yesno", "procedure", "reason") and anchors and not _anchored(unit, anchors):
         reason = "anchor absent"  # 「怎么兑换」: a unit never naming the act does not say how (or why) it is done
+    elif asked in ("none", "procedure") and _kind_unstated(question, bind):
+        reason = "kind not stated"  # 「须具备哪些条件」: a unit stating no condition does not say which
     elif options and not chosen:
         reason = "choice absent"  # 「A还是B」 between two of a kind: a unit naming neither does not choose
     elif asked == "yesno" and question.get("bound") \
@@ -1342,6 +1365,17 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     elif not quals.ok:
         reason = "qualifier conflict" if quals.conflicts else "qualifier absent"
     return UnitVerdict(unit, not reason, fillers, bind, quals, reason)
+
+
+def _kind_unstated(question: Question, bind: Binding) -> bool:
+    """Return True when the clause that asks names the kind of answer wanted and the unit states none.
+
+    「须具备哪些条件」「设了哪些限制」 ask for a condition or a limit: a unit on the same subject that
+    states neither (「…暂不受理」) does not answer, however much of the subject it carries.
+    """
+    asking = asking_clause(question["norm"], question["slot"])
+    return any(t in asking and t not in bind.found for t in question["subject_terms"]
+               if _CONDITION_ASKED_RE.fullmatch(t) or _LIMIT_ASKED_RE.fullmatch(t))
 
 
 def _only_qualifiers_bound(question: Question, subject: Sequence[str], bind: Binding,
@@ -2281,16 +2315,27 @@ _DISCOUNT_ANCHOR_RE = re.compile(r"折扣|打折|折")
 _DISCOUNT_VALUE_RE = re.compile(r"\d+(?:\.\d+)?\s*折")
 _CHARGE_ANCHOR_RE = re.compile(r"(?:[要收加花掏付交补]|多[收交付])钱|收费|要费用|[加另]收|扣钱")
 _LIMIT_ASKED_RE = re.compile(r"限制|限额|上限")
+# A word naming only the dimension of the value asked (「年龄」「比例」「重量」) is met by a value in that
+# dimension (「满7周岁」「30%」「8公斤」), as 「收费」 is met by a price: never by the word alone.
+_DIMENSION_WORDS = (
+    (re.compile(r"比例|比率|百分比|百分之|占比"), re.compile(r"\d\s*[%‰]|百分之[\d一二三四五六七八九十]")),
+    (re.compile(r"年龄|岁数"), re.compile(r"\d\s*周?岁")),
+    (re.compile(r"重量"), re.compile(r"\d\s*(?:公斤|千克|克|斤|吨|kg)(?![a-z])")),
+    (re.compile(r"尺寸|长度|体积"), re.compile(r"\d\s*(?:厘米|毫米|米|cm|mm)(?![a-z])|\d\s*[×x*]\s*\d")),
+    (_DISCOUNT_ANCHOR_RE, _DISCOUNT_VALUE_RE),
+)
 _CONDITION_ASKED_RE = re.compile(r"要求|条件")
 
 
-def _kind_stated(term: str, unit: Unit, *, lapse: bool = False) -> bool:
+def _kind_stated(term: str, unit: Unit, *, lapse: bool = False, dimension: bool = False) -> bool:
     """Return True when ``term`` names the kind of answer asked for and the unit states one.
 
     「要钱吗」「收费吗」 is bound by a price (「每次2元」) or by 「免费」; 「有没有…限制」 by a stated
     limit (「最多」「不超过」「不限」) or a time window (「上车后60分钟内」); 「有哪些要求」 by a
     stated condition (「须」「满…」) or limit; 「电话」「热线」「号码」 by a phone number; with
-    ``lapse``, 「过期」「失效」 by a validity span; never by the word itself alone.
+    ``lapse``, 「过期」「失效」 by a validity span; with ``dimension`` (the word stands in the clause
+    that asks), a word naming only a value's dimension (「年龄」「比例」「重量」) by a value in it
+    (「满7周岁」「30%」); never by the word itself alone.
     """
     if _is_charge_word(term):
         return _states_charge(unit)
@@ -2303,7 +2348,8 @@ def _kind_stated(term: str, unit: Unit, *, lapse: bool = False) -> bool:
         return bool(_VALIDITY_RE.search(body))
     if any(_PHONE_WORD_RE.fullmatch(t) for t in parts):
         return bool(_PHONE_RE.search(body))
-    return False
+    return dimension and any(asked.fullmatch(t) and value.search(body) for asked, value in _DIMENSION_WORDS
+                             for t in parts)
 
 
 def _is_charge_word(term: str) -> bool:

@@ -454,6 +454,41 @@ def test_an_anchor_naming_the_kind_of_value_is_carried_by_such_a_value(anchor, a
     assert not _anchored(_unit(silent, "私教课与会员卡"), [anchor])
 
 
+@pytest.mark.parametrize(("question", "answering", "silent"), [
+    ("攀岩馆对会员年龄有要求吗", "攀岩馆会员须满10周岁。", "攀岩馆会员须签署安全协议。"),
+    ("寄存柜能放多大重量的包", "寄存柜每格可放12公斤以内的物品。", "寄存柜每格可放3件以内的物品。"),
+    ("续卡给不给折扣", "年卡会员续卡享9折。", "年卡会员续卡须在到期前办理。"),
+])
+def test_a_word_naming_the_dimension_asked_is_carried_by_a_value_in_it(question, answering, silent):
+    # 「年龄」 is met by 「10周岁」, 「重量」 by 「12公斤」: the word names what kind of value is asked
+    assert _answers(question, answering, "会员须知")
+    assert not _answers(question, silent, "会员须知")
+
+
+def test_a_dimension_word_of_the_scene_is_not_the_asked_value():
+    # 「说不清重量」 sets the scene (the customer cannot tell the weight); the clause that asks wants a
+    # sum, so a weight in the unit does not carry 「重量」 there, as it does where the word asks
+    unit = _unit("背包寄存按每件6公斤计。", "寄存须知")
+    scene = judge_unit(analyze_question("背包寄存时说不清重量，收费算几公斤"), unit)
+    asked = judge_unit(analyze_question("背包寄存能放多大重量"), unit)
+    assert "重量" not in scene.binding.found
+    assert "重量" in asked.binding.found
+
+
+@pytest.mark.parametrize(("term", "present"), [("早场票价", True), ("夜间票价", True), ("午场票价", False)])
+def test_a_head_written_once_after_coordinated_modifiers_belongs_to_each(term, present):
+    # 「早场及夜间票价」 is the 早场 price and the 夜间 price: the head is written once, after the last
+    assert _term_present(term, "早场及夜间票价：每人30元") is present
+
+
+@pytest.mark.parametrize(("question", "kind"), [("借书证在分馆续期有哪些条件", "须凭读者证到馆"),
+                                                ("借书证在分馆借阅设了哪些限制", "单次限借5册")])
+def test_a_question_asking_for_a_condition_or_a_limit_is_answered_only_by_one(question, kind):
+    # the unit carries the rest of the subject; without a condition or a limit it does not say which
+    assert _answers(question, f"借书证在分馆{kind}。", "借阅须知")
+    assert not _answers(question, "借书证在分馆续期和借阅均到服务台办理。", "借阅须知")
+
+
 # --------------------------------------------------------------------------- a question states nothing
 
 def test_a_bare_faq_question_line_is_context_not_a_unit():
