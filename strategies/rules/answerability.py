@@ -1302,8 +1302,8 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     subject = [t for t in subject if not any(t in o for o in chosen)]
     weights = weights if weights is not None else subject_weights(subject, vocab)
     lapse = asked in ("duration", "date")  # 「多久过期」: a validity span answers it
-    bind = subject_binding(subject, unit, weights, specific_term(weights), min_share, lapse=lapse,
-                           asking=asking_clause(question["norm"], question["slot"]))
+    asking = asking_clause(question["norm"], question["slot"])
+    bind = subject_binding(subject, unit, weights, specific_term(weights), min_share, lapse=lapse, asking=asking)
     if asked in VALUE_SLOTS and fillers and bind.found:
         fillers = bound_fillers(fillers, unit, bind.found,
                                 scopes=[v for vals in (question.get("qualifiers") or {}).values() for v in vals])
@@ -1349,7 +1349,7 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
         reason = "superseded"
     elif asked in ("none", "yesno", "procedure", "reason") and anchors and not _anchored(unit, anchors):
         reason = "anchor absent"  # 「怎么兑换」: a unit never naming the act does not say how (or why) it is done
-    elif asked in ("none", "procedure") and _kind_unstated(question, bind):
+    elif asked in ("none", "procedure") and _kind_unstated(question["subject_terms"], asking, bind):
         reason = "kind not stated"  # 「须具备哪些条件」: a unit stating no condition does not say which
     elif options and not chosen:
         reason = "choice absent"  # 「A还是B」 between two of a kind: a unit naming neither does not choose
@@ -1367,14 +1367,13 @@ def judge_unit(question: Question, unit: Unit, *, vocab: Vocabulary | None = Non
     return UnitVerdict(unit, not reason, fillers, bind, quals, reason)
 
 
-def _kind_unstated(question: Question, bind: Binding) -> bool:
+def _kind_unstated(terms: Sequence[str], asking: str, bind: Binding) -> bool:
     """Return True when the clause that asks names the kind of answer wanted and the unit states none.
 
     「须具备哪些条件」「设了哪些限制」 ask for a condition or a limit: a unit on the same subject that
     states neither (「…暂不受理」) does not answer, however much of the subject it carries.
     """
-    asking = asking_clause(question["norm"], question["slot"])
-    return any(t in asking and t not in bind.found for t in question["subject_terms"]
+    return any(t in asking and t not in bind.found for t in terms
                if _CONDITION_ASKED_RE.fullmatch(t) or _LIMIT_ASKED_RE.fullmatch(t))
 
 
